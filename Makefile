@@ -1,0 +1,37 @@
+# Two commands set everything up on a fresh machine: `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8000
+APP ?= refund_gate
+STAMP := $(VENV)/.installed
+
+.PHONY: install run test lint bench test-container clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	HOST=$(HOST) PORT=$(PORT) $(BIN)/python -m example_servers.run $(APP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check handler_kit example_servers tests bench
+	$(BIN)/ruff format --check handler_kit example_servers tests bench
+
+test: $(STAMP) lint
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+test-container: $(STAMP)
+	bash docker/test-container.sh
+
+clean:
+	rm -rf $(VENV) .pytest_cache bench/results/*.tmp

@@ -1,0 +1,159 @@
+"""Subprocess plumbing: free ports, CPU pinning, servers that are always cleaned up."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HOST = "127.0.0.1"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        return sock.getsockname()[1]
+
+
+def _die_with_parent() -> None:
+    """preexec_fn: SIGTERM this child if the bench process dies (e.g. killed by a timeout)."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+class Pinning:
+    """Server on one core, load generator on another, when the box has two and taskset exists."""
+
+    def __init__(self, enabled: bool) -> None:
+        cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+        self.enabled = bool(enabled and len(cpus) >= 2 and shutil.which("taskset"))
+        self.server_cpu = str(cpus[0]) if self.enabled else None
+        self.loadgen_cpu = str(cpus[1]) if self.enabled else None
+
+    def server(self, argv: list[str]) -> list[str]:
+        return ["taskset", "-c", self.server_cpu, *argv] if self.enabled else argv
+
+    def loadgen(self, argv: list[str]) -> list[str]:
+        return ["taskset", "-c", self.loadgen_cpu, *argv] if self.enabled else argv
+
+    def describe(self) -> str:
+        if not self.enabled:
+            return "off"
+        return f"server cpu {self.server_cpu}, load generator cpu {self.loadgen_cpu}"
+
+
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env.update(extra or {})
+    return env
+
+
+def handler_kit_argv() -> list[str]:
+    """``handler-kit`` as installed next to this interpreter, else ``python -m handler_kit.cli``."""
+    script = Path(sys.executable).with_name("handler-kit")
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-m", "handler_kit.cli"]
+
+
+class ServerError(RuntimeError):
+    pass
+
+
+class Server:
+    """One server subprocess on 127.0.0.1; ``stop()`` is safe to call more than once."""
+
+    def __init__(
+        self,
+        name: str,
+        argv: list[str],
+        port: int,
+        *,
+        health: str,
+        env: dict[str, str] | None = None,
+        log_dir: Path,
+    ) -> None:
+        self.name = name
+        self.argv = argv
+        self.port = port
+        self.health = health  # "tcp" or an HTTP path answered 200 when ready
+        self.env = child_env(env)
+        self.log_path = log_dir / f"{name}.log.tmp"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 30.0) -> None:
+        log = self.log_path.open("wb")
+        try:
+            self.proc = subprocess.Popen(
+                self.argv,
+                cwd=ROOT,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                preexec_fn=_die_with_parent,
+            )
+        finally:
+            log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise ServerError(
+                    f"{self.name} exited with {self.proc.returncode}: {self.log_tail()}"
+                )
+            if self._ready():
+                return
+            time.sleep(0.05)
+        raise ServerError(f"{self.name} not ready after {timeout:.0f}s: {self.log_tail()}")
+
+    def _ready(self) -> bool:
+        try:
+            if self.health == "tcp":
+                with socket.create_connection((HOST, self.port), timeout=0.5):
+                    return True
+            conn = http.client.HTTPConnection(HOST, self.port, timeout=1.0)
+            try:
+                conn.request("GET", self.health)
+                return conn.getresponse().status == 200
+            finally:
+                conn.close()
+        except OSError:
+            return False
+
+    def log_tail(self, chars: int = 1500) -> str:
+        with contextlib.suppress(OSError):
+            return self.log_path.read_text(errors="replace")[-chars:].strip()
+        return ""
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+
+def post(port: int, path: str, headers: dict[str, str], body: bytes) -> tuple[int, bytes]:
+    conn = http.client.HTTPConnection(HOST, port, timeout=10)
+    try:
+        conn.request("POST", path, body=body, headers=headers)
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()

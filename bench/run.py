@@ -1,0 +1,636 @@
+"""``python -m bench``: handler-kit against its baselines, in one run on this machine.
+
+Three comparisons, each alternating the two sides over several rounds so that drift on a shared
+machine cancels out, reporting medians:
+
+* webhook: raw-ASGI baseline vs ``handler-kit serve example_servers.refund_gate:app``, loaded
+  with the same PreToolUse POST at each connection count;
+* mcp: ``tools/call`` of ``refund_gate`` on handler-kit's ``/mcp`` vs a plain ``MCPServer``;
+* command: start-up of ``handler-kit command`` vs bare ``python -c json.load`` vs a hand-written
+  pydantic script (``bench/pydantic_hook.py``), interleaved runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import json
+import os
+import platform
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench import payload
+from bench.loadgen import LoadError, LoadGenerator, ensure_wrk
+from bench.procs import ROOT, Pinning, Server, ServerError, child_env, free_port, post
+from bench.procs import handler_kit_argv as hk_argv
+
+HERE = Path(__file__).resolve().parent
+APP = "example_servers.refund_gate:app"
+WEBHOOK = "webhook"
+MCP = "mcp"
+COMMAND = "command"
+SECTIONS = (WEBHOOK, MCP, COMMAND)
+
+# Files the handler-kit side needs, per section (written by other engineers).
+NEEDS = {
+    WEBHOOK: ["handler_kit/cli_serve.py", "example_servers/refund_gate.py"],
+    MCP: ["handler_kit/cli_serve.py", "handler_kit/mcp.py", "example_servers/refund_gate.py"],
+    COMMAND: ["handler_kit/command.py", "example_servers/refund_gate.py"],
+}
+
+# Targets printed next to the ratios (never asserted).
+TARGET_WEBHOOK_RPS = 0.9
+TARGET_WEBHOOK_P99 = 1.2
+TARGET_MCP_RPS = 3.0
+TARGET_COMMAND = 1.1
+
+
+def log(message: str) -> None:
+    print(message, flush=True)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="tiny counts and durations (smoke test)")
+    p.add_argument("--rounds", type=int, help="rounds per comparison (default 3, quick 1)")
+    p.add_argument("--duration", type=float, help="seconds per load run (default 4, quick 1)")
+    p.add_argument("--only", choices=SECTIONS, action="append", help="run only this section")
+    p.add_argument("--connections", default="1,16,64", help="webhook connection counts")
+    p.add_argument("--mcp-connections", default="1,16", help="MCP connection counts")
+    p.add_argument("--command-runs", type=int, help="runs per command case (default 45, quick 6)")
+    p.add_argument("--webhook-path", default="/hooks/refund_gate", help="handler-kit route")
+    p.add_argument("--loadgen", choices=("auto", "wrk", "python"), default="auto")
+    p.add_argument("--no-install", action="store_true", help="do not apt-get install wrk")
+    p.add_argument(
+        "--pin", action="store_true", help="pin server and load generator to different cores"
+    )
+    p.add_argument("--no-chart", action="store_true", help="skip the PNG chart")
+    p.add_argument("--out", type=Path, default=HERE / "results", help="results directory")
+    args = p.parse_args(argv)
+    args.rounds = max(1, args.rounds or (1 if args.quick else 3))
+    args.duration = max(1.0, args.duration or (1.0 if args.quick else 4.0))
+    args.command_runs = max(1, args.command_runs or (6 if args.quick else 45))
+    args.conns = [int(c) for c in args.connections.split(",") if c.strip()]
+    args.mcp_conns = [int(c) for c in args.mcp_connections.split(",") if c.strip()]
+    args.sections = args.only or list(SECTIONS)
+    return args
+
+
+def missing_files(section: str) -> list[str]:
+    return [f for f in NEEDS[section] if not (ROOT / f).exists()]
+
+
+def median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+# --------------------------------------------------------------------------- servers
+
+
+def uvicorn_argv(app: str, port: int) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        app,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--loop",
+        "uvloop",
+        "--http",
+        "httptools",
+        "--no-access-log",
+        "--log-level",
+        "warning",
+    ]
+
+
+_serve_help: str | None = None
+
+
+def handler_kit_serve_argv(port: int) -> list[str]:
+    global _serve_help
+    argv = [*hk_argv(), "serve"]
+    if _serve_help is None:
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            _serve_help = subprocess.run(
+                [*argv, "--help"],
+                cwd=ROOT,
+                env=child_env(),
+                capture_output=True,
+                text=True,
+                timeout=60,
+            ).stdout
+    argv += [APP, "--port", str(port)]
+    if "--host" in (_serve_help or ""):
+        argv += ["--host", "127.0.0.1"]
+    return argv
+
+
+class Side:
+    """One side of a server comparison: its server, the request it gets, its results."""
+
+    def __init__(self, key: str, label: str, path: str, headers: dict, body: bytes) -> None:
+        self.key = key
+        self.label = label
+        self.path = path
+        self.headers = headers
+        self.body = body
+        self.server: Server | None = None
+        self.status = "ok"
+        self.reason = ""
+        self.runs: dict[int, list[dict]] = {}
+        self.sample = ""
+
+    def fail(self, status: str, reason: str) -> None:
+        self.status, self.reason = status, reason
+        log(f"  {self.label}: {status}: {reason}")
+
+    def start(self, check: bytes) -> None:
+        if self.server is None:
+            return
+        try:
+            self.server.start()
+            status, body = post(self.server.port, self.path, self.headers, self.body)
+        except (ServerError, OSError) as exc:
+            self.fail("error", str(exc))
+            return
+        self.sample = body.decode(errors="replace")[:400]
+        if status != 200 or check not in body or b'"isError":true' in body:
+            self.fail("error", f"preflight got HTTP {status}: {self.sample}")
+
+    def summary(self, conns: list[int]) -> dict:
+        out: dict = {"label": self.label, "status": self.status}
+        if self.reason:
+            out["reason"] = self.reason
+        if self.sample:
+            out["sample_response"] = self.sample
+        out["by_connections"] = {}
+        for c in conns:
+            runs = self.runs.get(c, [])
+            ok = [r for r in runs if "error" not in r]
+            out["by_connections"][str(c)] = {
+                "rps": median([r["rps"] for r in ok]),
+                "p50_ms": median([r["p50_ms"] for r in ok]),
+                "p99_ms": median([r["p99_ms"] for r in ok]),
+                "errors": sum(r.get("errors", 0) for r in ok),
+                "rounds": runs,
+            }
+        return out
+
+
+def compare_servers(
+    section: str, sides: list[Side], conns: list[int], check: bytes, lg: LoadGenerator, args
+) -> dict:
+    try:
+        for side in sides:
+            if side.status == "ok":
+                log(f"  starting {side.label}")
+                side.start(check)
+        live = [s for s in sides if s.status == "ok"]
+        for side in live:  # warm-up: imports, caches, JIT-free but allocator-warm
+            with contextlib.suppress(LoadError, subprocess.TimeoutExpired):
+                lg.run(side.server.port, side.path, side.headers, side.body, max(conns), 1)
+        for rnd in range(args.rounds):
+            for i, c in enumerate(conns):
+                order = live if (rnd + i) % 2 == 0 else live[::-1]
+                for side in order:
+                    try:
+                        res = lg.run(
+                            side.server.port, side.path, side.headers, side.body, c, args.duration
+                        ).as_dict()
+                    except (LoadError, subprocess.TimeoutExpired) as exc:
+                        res = {"error": str(exc)[-500:]}
+                    res["round"] = rnd + 1
+                    side.runs.setdefault(c, []).append(res)
+                    if "error" in res:
+                        log(f"  round {rnd + 1} c={c:<3} {side.label:<22} ERROR {res['error']}")
+                    else:
+                        log(
+                            f"  round {rnd + 1} c={c:<3} {side.label:<22} {res['rps']:9.0f} req/s"
+                            f"  p50 {res['p50_ms']:7.2f} ms  p99 {res['p99_ms']:7.2f} ms"
+                            + (f"  errors {res['errors']}" if res["errors"] else "")
+                        )
+    finally:
+        for side in sides:
+            if side.server is not None:
+                side.server.stop()
+    rows = {}
+    for c in conns:
+        a, b = (s.summary(conns) for s in sides)
+        ma, mb = a["by_connections"][str(c)], b["by_connections"][str(c)]
+        rows[f"{section}_c{c}"] = {
+            "section": section,
+            "connections": c,
+            "base": _side_row(a, ma),
+            "handler_kit": _side_row(b, mb),
+            "ratio": {
+                "rps": ratio(mb["rps"], ma["rps"]),
+                "p50": ratio(mb["p50_ms"], ma["p50_ms"]),
+                "p99": ratio(mb["p99_ms"], ma["p99_ms"]),
+            },
+        }
+    return rows
+
+
+def _side_row(side: dict, metrics: dict) -> dict:
+    row = {k: v for k, v in side.items() if k != "by_connections"}
+    row.update(metrics)
+    if row["status"] == "ok" and metrics["rps"] is None:
+        row["status"] = "error"
+        row.setdefault("reason", "every load run failed")
+    return row
+
+
+def run_webhook(args, lg: LoadGenerator, log_dir: Path) -> dict:
+    log(f"\n== webhook: raw-ASGI baseline vs handler-kit {args.webhook_path}")
+    base = Side(
+        "base", "baseline (raw ASGI)", "/hooks", payload.WEBHOOK_HEADERS, payload.EVENT_BODY
+    )
+    port = free_port()
+    base.server = Server(
+        "baseline",
+        lg.pinning.server(uvicorn_argv("bench.servers.baseline:app", port)),
+        port,
+        health="tcp",
+        env={"HANDLER_KIT_TOKENS": payload.TOKEN},
+        log_dir=log_dir,
+    )
+    hk = Side(
+        "handler_kit",
+        "handler-kit webhook",
+        args.webhook_path,
+        payload.WEBHOOK_HEADERS,
+        payload.EVENT_BODY,
+    )
+    _handler_kit_server(hk, WEBHOOK, lg, log_dir)
+    return compare_servers(WEBHOOK, [base, hk], args.conns, b"deny", lg, args)
+
+
+def run_mcp(args, lg: LoadGenerator, log_dir: Path) -> dict:
+    log("\n== mcp: tools/call refund_gate, plain SDK MCPServer vs handler-kit /mcp")
+    base = Side("base", "plain SDK MCPServer", "/mcp", payload.MCP_HEADERS, payload.MCP_BODY)
+    port = free_port()
+    base.server = Server(
+        "plain_mcp",
+        lg.pinning.server(uvicorn_argv("bench.servers.plain_mcp:app", port)),
+        port,
+        health="/healthz",
+        log_dir=log_dir,
+    )
+    hk = Side("handler_kit", "handler-kit /mcp", "/mcp", payload.MCP_HEADERS, payload.MCP_BODY)
+    _handler_kit_server(hk, MCP, lg, log_dir)
+    return compare_servers(MCP, [base, hk], args.mcp_conns, b"deny", lg, args)
+
+
+def _handler_kit_server(side: Side, section: str, lg: LoadGenerator, log_dir: Path) -> None:
+    missing = missing_files(section)
+    if missing:
+        side.fail("missing", "not written yet: " + ", ".join(missing))
+        return
+    port = free_port()
+    side.server = Server(
+        f"handler_kit_{section}",
+        lg.pinning.server(handler_kit_serve_argv(port)),
+        port,
+        health="/healthz",
+        env={"HANDLER_KIT_TOKENS": payload.TOKEN},
+        log_dir=log_dir,
+    )
+
+
+# --------------------------------------------------------------------------- command
+
+
+def run_command(args) -> dict:
+    log("\n== command: start-up, stdin = the PreToolUse event, interleaved runs")
+    cases = {
+        "bare": (
+            "bare python json.load",
+            [sys.executable, "-c", "import json,sys; json.load(sys.stdin)"],
+            None,
+        ),
+        "pydantic": (
+            "hand-written pydantic",
+            [sys.executable, str(HERE / "pydantic_hook.py")],
+            b"deny",
+        ),
+        "handler_kit": ("handler-kit command", [*hk_argv(), "command", APP], b"deny"),
+    }
+    status: dict[str, dict] = {
+        k: {"label": v[0], "status": "ok", "argv": v[1]} for k, v in cases.items()
+    }
+    missing = missing_files(COMMAND)
+    if missing:
+        status["handler_kit"].update(
+            status="missing", reason="not written yet: " + ", ".join(missing)
+        )
+    env = child_env()
+
+    def once(argv: list[str]) -> tuple[float, subprocess.CompletedProcess]:
+        start = time.perf_counter()
+        done = subprocess.run(
+            argv, input=payload.EVENT_BODY, cwd=ROOT, env=env, capture_output=True, timeout=60
+        )
+        return (time.perf_counter() - start) * 1000, done
+
+    for key, (label, argv, check) in cases.items():  # preflight, also warms the page cache
+        if status[key]["status"] != "ok":
+            log(f"  {label}: {status[key]['status']}: {status[key].get('reason', '')}")
+            continue
+        try:
+            _, done = once(argv)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            status[key].update(status="error", reason=str(exc))
+            continue
+        out = done.stdout.decode(errors="replace")
+        status[key]["sample_output"] = out[:400]
+        if done.returncode != 0 or (check and check not in done.stdout):
+            reason = f"exit {done.returncode}, stdout {out[:300]!r}, stderr {done.stderr[-500:]!r}"
+            status[key].update(status="error", reason=reason)
+            log(f"  {label}: error: {reason}")
+
+    live = [k for k in cases if status[k]["status"] == "ok"]
+    times: dict[str, list[list[float]]] = {k: [] for k in cases}
+    per_round = -(-args.command_runs // args.rounds)
+    for rnd in range(args.rounds):
+        for k in live:
+            times[k].append([])
+        for i in range(per_round):
+            shift = (rnd * per_round + i) % max(1, len(live))
+            for k in live[shift:] + live[:shift]:
+                ms, done = once(cases[k][1])
+                if done.returncode == 0:
+                    times[k][rnd].append(ms)
+        log(
+            f"  round {rnd + 1}: "
+            + "  ".join(f"{cases[k][0]} {median(times[k][rnd]) or 0:.1f} ms" for k in live)
+        )
+    row: dict = {"section": COMMAND, "runs_per_case": per_round * args.rounds, "cases": {}}
+    for k in cases:
+        flat = [t for rnd in times[k] for t in rnd]
+        row["cases"][k] = {
+            **status[k],
+            "median_ms": median(flat),
+            "min_ms": min(flat) if flat else None,
+            "round_medians_ms": [median(r) for r in times[k]],
+            "runs": len(flat),
+        }
+    c = row["cases"]
+    row["ratio"] = {
+        "handler_kit/pydantic": ratio(c["handler_kit"]["median_ms"], c["pydantic"]["median_ms"]),
+        "handler_kit/bare": ratio(c["handler_kit"]["median_ms"], c["bare"]["median_ms"]),
+        "pydantic/bare": ratio(c["pydantic"]["median_ms"], c["bare"]["median_ms"]),
+    }
+    return {COMMAND: row}
+
+
+# --------------------------------------------------------------------------- report
+
+
+def targets(rows: dict) -> list[dict]:
+    out = []
+
+    def add(name: str, value: float | None, op: str, limit: float) -> None:
+        if value is None:
+            verdict = "N/A"
+        else:
+            verdict = "PASS" if (value >= limit if op == ">=" else value <= limit) else "MISS"
+        out.append({"target": name, "value": value, "op": op, "limit": limit, "result": verdict})
+
+    web = rows.get("webhook_c16")
+    if web:
+        add("webhook req/s vs baseline @16", web["ratio"]["rps"], ">=", TARGET_WEBHOOK_RPS)
+        add("webhook p99 vs baseline @16", web["ratio"]["p99"], "<=", TARGET_WEBHOOK_P99)
+    mcp_rows = [r for k, r in rows.items() if k.startswith("mcp_c")]
+    if mcp_rows:
+        pick = rows.get("mcp_c16") or max(mcp_rows, key=lambda r: r["connections"])
+        add(
+            f"MCP tools/call req/s vs plain SDK @{pick['connections']}",
+            pick["ratio"]["rps"],
+            ">=",
+            TARGET_MCP_RPS,
+        )
+    cmd = rows.get(COMMAND)
+    if cmd:
+        add(
+            "command time vs pydantic script",
+            cmd["ratio"]["handler_kit/pydantic"],
+            "<=",
+            TARGET_COMMAND,
+        )
+    return out
+
+
+def _f(value: float | None, fmt: str, suffix: str = "") -> str:
+    return "-" if value is None else format(value, fmt) + suffix
+
+
+def print_report(result: dict) -> None:
+    rows = result["rows"]
+    meta = result["meta"]
+    log("\n" + "=" * 78)
+    log(
+        f"handler-kit bench  {meta['started_at']}  load generator: {meta['loadgen']}  "
+        f"pinning: {meta['pinning']}"
+    )
+    log(
+        f"rounds {meta['rounds']}, {meta['duration_s']:.0f} s per load run, medians over rounds; "
+        f"load average {meta['loadavg_start']} -> {meta['loadavg_end']}"
+    )
+    header = f"{'row':<13}{'side':<24}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}  status"
+    for section in (WEBHOOK, MCP):
+        keys = [k for k in rows if rows[k]["section"] == section]
+        if not keys:
+            continue
+        log("\n" + header)
+        for k in keys:
+            row = rows[k]
+            for who in ("base", "handler_kit"):
+                s = row[who]
+                note = s["status"] + (f" ({s['errors']} errors)" if s.get("errors") else "")
+                if s["status"] != "ok":
+                    note += ": " + s.get("reason", "")[:60]
+                log(
+                    f"{k if who == 'base' else '':<13}{s['label']:<24}{_f(s['rps'], '.0f'):>10}"
+                    f"{_f(s['p50_ms'], '.2f'):>10}{_f(s['p99_ms'], '.2f'):>10}  {note}"
+                )
+            r = row["ratio"]
+            log(
+                f"{'':<13}{'ratio handler-kit/base':<24}{_f(r['rps'], '.2f', 'x'):>10}"
+                f"{_f(r['p50'], '.2f', 'x'):>10}{_f(r['p99'], '.2f', 'x'):>10}"
+            )
+    cmd = rows.get(COMMAND)
+    if cmd:
+        log(f"\n{'command case':<26}{'median ms':>10}{'min ms':>10}{'runs':>6}  status")
+        for case in cmd["cases"].values():
+            note = case["status"] + (
+                ": " + case.get("reason", "")[:60] if case["status"] != "ok" else ""
+            )
+            log(
+                f"{case['label']:<26}{_f(case['median_ms'], '.1f'):>10}"
+                f"{_f(case['min_ms'], '.1f'):>10}{case['runs']:>6}  {note}"
+            )
+        for name, value in cmd["ratio"].items():
+            log(f"{'ratio ' + name:<26}{_f(value, '.2f', 'x'):>10}")
+    log("\ntargets (printed, not asserted)")
+    for t in result["targets"]:
+        log(
+            f"  {t['result']:<5} {t['target']:<42} {_f(t['value'], '.2f', 'x'):>7} "
+            f"(target {t['op']} {t['limit']}x)"
+        )
+    log("=" * 78)
+
+
+def write_chart(result: dict, path: Path) -> str | None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "matplotlib is not installed (pip install -e '.[bench]')"
+    rows = result["rows"]
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8))
+    colors = {"base": "#8c8c8c", "handler_kit": "#2a7ab9"}
+
+    def bars(ax, section: str, metric: str, title: str) -> None:
+        keys = [k for k in rows if rows[k]["section"] == section]
+        if not keys:
+            ax.set_axis_off()
+            return
+        xs = range(len(keys))
+        for offset, who in ((-0.2, "base"), (0.2, "handler_kit")):
+            values = [rows[k][who][metric] or 0 for k in keys]
+            ax.bar(
+                [x + offset for x in xs],
+                values,
+                0.4,
+                label=rows[keys[0]][who]["label"],
+                color=colors[who],
+            )
+        ax.set_xticks(list(xs), [f"{rows[k]['connections']} conn" for k in keys])
+        ax.set_title(title)
+        ax.legend(fontsize=8)
+
+    bars(axes[0][0], WEBHOOK, "rps", "webhook: requests/s (higher is better)")
+    bars(axes[0][1], WEBHOOK, "p99_ms", "webhook: p99 latency, ms (lower is better)")
+    bars(axes[1][0], MCP, "rps", "MCP tools/call: requests/s (higher is better)")
+    cmd = rows.get(COMMAND)
+    ax = axes[1][1]
+    if cmd:
+        cases = list(cmd["cases"].values())
+        ax.bar(
+            [c["label"] for c in cases],
+            [c["median_ms"] or 0 for c in cases],
+            color=["#bbbbbb", "#8c8c8c", "#2a7ab9"][: len(cases)],
+        )
+        ax.set_title("command hook start-up: median wall ms (lower is better)")
+        ax.tick_params(axis="x", labelsize=8)
+    else:
+        ax.set_axis_off()
+    meta = result["meta"]
+    fig.suptitle(
+        f"handler-kit bench {meta['started_at']} ({meta['loadgen']}, {meta['rounds']} rounds, "
+        f"medians; shared 2-core machine, noisy)",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return None
+
+
+# --------------------------------------------------------------------------- main
+
+
+def _loadavg() -> str:
+    with contextlib.suppress(OSError, AttributeError):
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    return "?"
+
+
+def _git_rev() -> str | None:
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        done = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        if done.returncode == 0:
+            return done.stdout.strip()
+    return None
+
+
+def _terminate(signum, _frame):
+    raise SystemExit(128 + signum)  # unwinds through the finally blocks that stop servers
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _terminate)
+    started = time.monotonic()
+    args.out.mkdir(parents=True, exist_ok=True)
+    pinning = Pinning(args.pin)
+    wrk = None
+    if args.loadgen != "python" and (WEBHOOK in args.sections or MCP in args.sections):
+        wrk = ensure_wrk(install=not args.no_install, log=log)
+        if wrk is None and args.loadgen == "wrk":
+            log("error: --loadgen wrk but wrk is not available")
+            return 2
+        if wrk is None:
+            log("wrk unavailable: falling back to the Python load generator (bench/pyload.py)")
+    meta = {
+        "started_at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "quick": args.quick,
+        "rounds": args.rounds,
+        "duration_s": args.duration,
+        "webhook_path": args.webhook_path,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "pinning": pinning.describe(),
+        "git": _git_rev(),
+        "handler_kit": " ".join(hk_argv()),
+        "loadavg_start": _loadavg(),
+    }
+    rows: dict = {}
+    with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
+        lg = LoadGenerator(wrk, pinning, Path(tmp))
+        meta["loadgen"] = lg.describe()
+        log(f"load generator: {meta['loadgen']}; pinning: {meta['pinning']}")
+        if WEBHOOK in args.sections:
+            rows.update(run_webhook(args, lg, args.out))
+        if MCP in args.sections:
+            rows.update(run_mcp(args, lg, args.out))
+    if COMMAND in args.sections:
+        rows.update(run_command(args))
+    meta["loadavg_end"] = _loadavg()
+    meta["elapsed_s"] = round(time.monotonic() - started, 1)
+    result = {"meta": meta, "rows": rows}
+    result["targets"] = targets(rows)
+    tmp_json = args.out / "latest.json.tmp"
+    tmp_json.write_text(json.dumps(result, indent=2) + "\n")
+    tmp_json.replace(args.out / "latest.json")
+    print_report(result)
+    log(f"wrote {args.out / 'latest.json'}")
+    if not args.no_chart:
+        problem = write_chart(result, args.out / "latest.png")
+        log(f"chart: {problem}" if problem else f"wrote {args.out / 'latest.png'}")
+    log(f"elapsed {meta['elapsed_s']:.0f} s")
+    return 0

@@ -1,0 +1,1 @@
+"""The two comparison servers the benchmark owns (baseline webhook, plain-SDK MCP)."""

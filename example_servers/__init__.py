@@ -1,0 +1,1 @@
+"""Example hook servers built with handler-kit; each is runnable and contract-tested."""

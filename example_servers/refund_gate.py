@@ -1,0 +1,80 @@
+"""Refund gate: the support agent of Fjord Outfitters may not refund large orders on its own.
+
+- PreToolUse on ``issue_refund`` / ``orders__refund`` (Anthropic and Claude Agent SDK
+  spellings): denies refunds over the limit, fail closed, so an outage never lets one through;
+- SessionStart: puts the current returns policy in context, so a policy change needs no prompt
+  edit;
+- Stop: sends back a reply that does not cite the ticket number, once (never loops);
+- PostToolUse: adds an audit note next to every refund result.
+
+Configured by environment: ``REFUND_LIMIT`` (default 500), ``RETURNS_POLICY`` (the policy
+text), ``TICKET_PATTERN`` (a regular expression, default ``#\\d+``).
+
+Serve it with ``handler-kit serve example_servers.refund_gate:app`` (or ``make run``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from decimal import Decimal, InvalidOperation
+
+from handler_kit import HookApp, PostToolUse, PreToolUse, SessionStart, Stop, block, deny
+
+REFUND_TOOLS = "issue_refund|orders__refund|mcp__orders__refund"
+DEFAULT_POLICY = (
+    "Fjord Outfitters returns policy: unworn items are accepted within 30 days of delivery "
+    "with the receipt; refunds go to the original payment method within 5 business days; "
+    "refunds over ${limit} need a human approver."
+)
+
+REFUND_LIMIT = Decimal(os.environ.get("REFUND_LIMIT", "500"))
+RETURNS_POLICY = os.environ.get("RETURNS_POLICY") or DEFAULT_POLICY.format(limit=REFUND_LIMIT)
+TICKET_PATTERN = re.compile(os.environ.get("TICKET_PATTERN", r"#\d+"))
+
+app = HookApp("refund-gate", description="Refund policy gate for a support agent.")
+
+
+def refund_amount(tool_input: dict[str, object] | None) -> Decimal | None:
+    """The refund amount of a tool call (a number or a string like "$640.00"), or None."""
+    raw = (tool_input or {}).get("amount")
+    if isinstance(raw, bool) or raw is None:
+        return None
+    try:
+        return Decimal(str(raw).replace("$", "").replace(",", "").strip())
+    except InvalidOperation:
+        return None
+
+
+@app.pre_tool_use(matcher=REFUND_TOOLS, fail_closed=True)
+async def refund_gate(event: PreToolUse):
+    """Deny refunds over the limit; a refund whose amount cannot be read is denied too."""
+    amount = refund_amount(event.tool_input)
+    if amount is None:
+        return deny("The refund amount could not be read; a human approver must check it.")
+    if amount > REFUND_LIMIT:
+        return deny(f"Refunds over ${REFUND_LIMIT:,.0f} need a human approver.")
+    return None  # no opinion: the call runs
+
+
+@app.session_start()
+def returns_policy(event: SessionStart) -> str:
+    """The current returns policy, as context for the whole thread."""
+    return RETURNS_POLICY
+
+
+@app.stop()
+def cite_ticket(event: Stop):
+    """Send a reply back once if it does not cite the ticket number."""
+    if not TICKET_PATTERN.search(event.last_assistant_message or ""):
+        return block("The reply does not cite the ticket number.")
+    return None
+
+
+@app.post_tool_use(matcher=REFUND_TOOLS)
+def refund_audit_note(event: PostToolUse) -> str:
+    """A note next to every refund result, for the agent and the audit trail."""
+    amount = refund_amount(event.tool_input)
+    order = (event.tool_input or {}).get("order_id", "unknown")
+    shown = f"${amount:,.2f}" if amount is not None else "an unreadable amount"
+    return f"Refund of {shown} on order {order} recorded for audit (tool call {event.tool_use_id})."

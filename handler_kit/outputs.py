@@ -1,0 +1,393 @@
+"""Hook outputs: what a handler answers, and its exact Claude Code JSON for each event.
+
+A handler does not know which JSON spelling its event wants (``deny`` is
+``hookSpecificOutput.permissionDecision`` on PreToolUse but ``decision.behavior`` on
+PermissionRequest; ``block`` is a top-level ``decision``), so the helpers build an event-neutral
+:class:`Output` and :meth:`Output.render` writes it for the event it was returned from. An output
+the event cannot carry raises :class:`OutputError` there, in the server, instead of reaching the
+runtime as a silently wrong answer.
+
+:func:`parse_output` is the reverse: it reads a Claude Code JSON object (a handler's plain
+``dict``, or a response the reference dispatcher received) into an :class:`Output`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+CONTEXT_LIMIT = 10_000
+TRUNCATION_MARKER = "\n[... truncated by handler-kit: context over 10,000 characters]"
+
+# Events whose top-level ``decision: "block"`` means something.
+BLOCK_EVENTS = frozenset(
+    {
+        "UserPromptSubmit",
+        "UserPromptExpansion",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "PostToolBatch",
+        "Stop",
+        "SubagentStop",
+        "ConfigChange",
+        "PreCompact",
+        "TaskCreated",
+        "TaskCompleted",
+        "TeammateIdle",
+    }
+)
+# Events that read ``hookSpecificOutput.additionalContext``.
+CONTEXT_EVENTS = frozenset(
+    {
+        "SessionStart",
+        "Setup",
+        "SubagentStart",
+        "UserPromptSubmit",
+        "UserPromptExpansion",
+        "PreToolUse",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "PostToolBatch",
+        "Stop",
+        "SubagentStop",
+    }
+)
+PERMISSION_DECISIONS = ("allow", "deny", "ask", "defer")
+# Events whose safe answer, when a fail-closed handler fails, is known.
+SAFE_DECISIONS = {
+    "PreToolUse": "deny",
+    "PermissionRequest": "deny",
+    "UserPromptSubmit": "block",
+    "UserPromptExpansion": "block",
+}
+
+_UNIVERSAL = {
+    "continue": "continue_",
+    "stopReason": "stop_reason",
+    "systemMessage": "system_message",
+    "suppressOutput": "suppress_output",
+}
+
+
+class OutputError(ValueError):
+    """A handler's answer that its event cannot carry, or output JSON that is malformed."""
+
+
+def cap_context(text: str) -> str:
+    """Cap one context string at 10,000 characters, with a visible truncation marker."""
+    if len(text) <= CONTEXT_LIMIT:
+        return text
+    return text[: CONTEXT_LIMIT - len(TRUNCATION_MARKER)] + TRUNCATION_MARKER
+
+
+class Output:
+    """One handler's answer, independent of the JSON spelling of any event.
+
+    ``decision`` is ``allow``/``deny``/``ask``/``defer`` (permission events) or ``block``.
+    ``specific`` holds other ``hookSpecificOutput`` keys (``sessionTitle``,
+    ``updatedToolOutput``...), ``extra`` other top-level keys; both are passed through.
+    """
+
+    __slots__ = (
+        "context",
+        "continue_",
+        "decision",
+        "extra",
+        "reason",
+        "specific",
+        "stop_reason",
+        "suppress_output",
+        "system_message",
+        "updated_input",
+    )
+
+    def __init__(
+        self,
+        decision: str | None = None,
+        reason: str | None = None,
+        context: str | None = None,
+        updated_input: dict[str, Any] | None = None,
+        continue_: bool | None = None,
+        stop_reason: str | None = None,
+        system_message: str | None = None,
+        suppress_output: bool | None = None,
+        specific: dict[str, Any] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        self.decision = decision
+        self.reason = reason
+        self.context = context
+        self.updated_input = updated_input
+        self.continue_ = continue_
+        self.stop_reason = stop_reason
+        self.system_message = system_message
+        self.suppress_output = suppress_output
+        self.specific = specific
+        self.extra = extra
+
+    def __repr__(self) -> str:
+        fields = ", ".join(
+            f"{name}={getattr(self, name)!r}"
+            for name in self.__slots__
+            if getattr(self, name) is not None
+        )
+        return f"Output({fields})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Output):
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n) for n in self.__slots__)
+
+    @property
+    def is_empty(self) -> bool:
+        """True when the output says nothing: the runtime's "no opinion"."""
+        return all(getattr(self, name) is None for name in self.__slots__)
+
+    def check(self, event: str) -> None:
+        """Raise :class:`OutputError` if ``event`` cannot carry this output."""
+        decision = self.decision
+        if decision is not None:
+            if decision == "block":
+                if event not in BLOCK_EVENTS:
+                    hint = " (use deny())" if event in ("PreToolUse", "PermissionRequest") else ""
+                    raise OutputError(f"{event} cannot carry a block{hint}")
+            elif event == "PreToolUse":
+                if decision not in PERMISSION_DECISIONS:
+                    raise OutputError(f"{decision!r} is not a PreToolUse permission decision")
+            elif event == "PermissionRequest":
+                if decision not in ("allow", "deny"):
+                    raise OutputError(f"PermissionRequest cannot carry {decision!r}")
+            else:
+                raise OutputError(f"{event} cannot carry a permission decision ({decision})")
+        if self.updated_input is not None and event not in ("PreToolUse", "PermissionRequest"):
+            raise OutputError(f"{event} cannot carry updated_input (PreToolUse only)")
+        if self.context is not None and event not in CONTEXT_EVENTS:
+            raise OutputError(f"{event} cannot carry additional context")
+
+    def render(self, event: str) -> dict[str, Any]:
+        """The exact Claude Code JSON object of this output for ``event``.
+
+        Raises :class:`OutputError` when the event cannot carry it. ``{}`` is "no opinion".
+        """
+        self.check(event)
+        out: dict[str, Any] = {}
+        specific: dict[str, Any] = {}
+        decision = self.decision
+        if event == "PreToolUse":
+            if decision is not None:
+                specific["permissionDecision"] = decision
+                if self.reason is not None:
+                    specific["permissionDecisionReason"] = self.reason
+            if self.updated_input is not None:
+                specific["updatedInput"] = self.updated_input
+        elif event == "PermissionRequest":
+            if decision is not None:
+                verdict: dict[str, Any] = {"behavior": decision}
+                if self.reason is not None:
+                    verdict["message"] = self.reason
+                if self.updated_input is not None:
+                    verdict["updatedInput"] = self.updated_input
+                # updatedPermissions, interrupt: kept next to the verdict by parse_output
+                rest = (self.specific or {}).get("decision")
+                if isinstance(rest, dict):
+                    verdict.update((k, v) for k, v in rest.items() if k not in verdict)
+                specific["decision"] = verdict
+        elif decision == "block":
+            out["decision"] = "block"
+            if self.reason is not None:
+                out["reason"] = self.reason
+        if self.context is not None:
+            specific["additionalContext"] = cap_context(self.context)
+        if self.specific:
+            for key, value in self.specific.items():
+                specific.setdefault(key, value)
+        if specific:
+            out["hookSpecificOutput"] = {"hookEventName": event, **specific}
+        for key, attr in _UNIVERSAL.items():
+            value = getattr(self, attr)
+            if value is not None:
+                out[key] = value
+        if self.extra:
+            for key, value in self.extra.items():
+                out.setdefault(key, value)
+        return out
+
+
+# -- helpers a handler returns ------------------------------------------------------------
+
+
+def allow(reason: str | None = None, updated_input: dict[str, Any] | None = None) -> Output:
+    """Let the tool call run (PreToolUse, PermissionRequest); optionally rewrite its input.
+
+    ``updated_input`` replaces the whole argument object: include the unchanged fields.
+    """
+    return Output(decision="allow", reason=reason, updated_input=_input(updated_input))
+
+
+def deny(reason: str) -> Output:
+    """Refuse the tool call; ``reason`` is handed to the model as the tool's error result."""
+    return Output(decision="deny", reason=_reason(reason))
+
+
+def ask(reason: str | None = None, updated_input: dict[str, Any] | None = None) -> Output:
+    """Have the user confirm the tool call (Runbear treats ask as deny)."""
+    return Output(decision="ask", reason=reason, updated_input=_input(updated_input))
+
+
+def rewrite(updated_input: dict[str, Any], reason: str | None = None) -> Output:
+    """Allow the tool call with these arguments instead of the model's.
+
+    Spelled ``permissionDecision: "allow"`` + ``updatedInput``, the one form Claude Code and
+    Codex both honour. Use ``ask(updated_input=...)`` to rewrite and still have the user confirm.
+    """
+    if updated_input is None:
+        raise TypeError("rewrite() needs the full replacement input object")
+    return Output(decision="allow", reason=reason, updated_input=_input(updated_input))
+
+
+def block(reason: str) -> Output:
+    """Block: the prompt (UserPromptSubmit), or send the agent back to work (Stop), or give
+    feedback next to a tool result (PostToolUse)."""
+    return Output(decision="block", reason=_reason(reason))
+
+
+def context(text: str) -> Output:
+    """Add context the agent reads next to the event (capped at 10,000 characters)."""
+    if not isinstance(text, str):
+        raise TypeError("context() takes a string")
+    return Output(context=text)
+
+
+def halt(stop_reason: str | None = None) -> Output:
+    """Stop the agent entirely (``continue: false``); ``stop_reason`` is shown to the user."""
+    return Output(continue_=False, stop_reason=stop_reason)
+
+
+def _reason(reason: str) -> str:
+    if not isinstance(reason, str) or not reason:
+        raise TypeError("a reason must be a non-empty string")
+    return reason
+
+
+def _input(updated_input: dict[str, Any] | None) -> dict[str, Any] | None:
+    if updated_input is not None and not isinstance(updated_input, dict):
+        raise TypeError("updated_input must be a dict holding the whole tool input")
+    return updated_input
+
+
+# -- reading Claude Code JSON ---------------------------------------------------------------
+
+
+def parse_output(event: str, data: Any) -> Output:
+    """Read a Claude Code JSON output object for ``event`` into an :class:`Output`.
+
+    Accepts the older spellings runtimes still honour (top-level ``decision: "approve"`` /
+    ``"block"`` on PreToolUse). Unknown keys are kept and passed through. Raises
+    :class:`OutputError` for a value of the wrong type, a ``hookEventName`` naming another
+    event, or a permission decision that does not exist.
+    """
+    if not isinstance(data, dict):
+        raise OutputError("output must be a JSON object")
+    out = Output()
+    extra: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in _UNIVERSAL:
+            expected = bool if key in ("continue", "suppressOutput") else str
+            setattr(out, _UNIVERSAL[key], _typed(key, value, expected))
+        elif key in ("decision", "reason", "hookSpecificOutput"):
+            continue
+        else:
+            extra[key] = value
+    out.extra = extra or None
+
+    top_decision = _typed("decision", data.get("decision"), str)
+    top_reason = _typed("reason", data.get("reason"), str)
+    if top_decision is not None:
+        if event in ("PreToolUse", "PermissionRequest"):
+            legacy = {"approve": "allow", "block": "deny", "allow": "allow", "deny": "deny"}
+            if top_decision not in legacy:
+                raise OutputError(f"unknown decision {top_decision!r}")
+            out.decision, out.reason = legacy[top_decision], top_reason
+        elif top_decision == "block":
+            out.decision, out.reason = "block", top_reason
+        elif top_decision != "approve":  # "approve" is an old no-op spelling elsewhere
+            raise OutputError(f"unknown decision {top_decision!r}")
+    elif top_reason is not None:
+        extra["reason"] = top_reason
+        out.extra = extra
+
+    hso = data.get("hookSpecificOutput")
+    if hso is None:
+        return out
+    if not isinstance(hso, dict):
+        raise OutputError("hookSpecificOutput must be an object")
+    name = hso.get("hookEventName")
+    if name is not None and name != event:
+        raise OutputError(f"hookSpecificOutput.hookEventName is {name!r}, expected {event!r}")
+    specific: dict[str, Any] = {}
+    for key, value in hso.items():
+        if key == "hookEventName":
+            continue
+        if key == "additionalContext":
+            out.context = _typed(key, value, str)
+        elif event == "PreToolUse" and key == "permissionDecision":
+            if value is not None and value not in PERMISSION_DECISIONS:
+                raise OutputError(
+                    f"permissionDecision {value!r} is not one of allow/deny/ask/defer"
+                )
+            if value is not None:
+                out.decision = value
+        elif event == "PreToolUse" and key == "permissionDecisionReason":
+            out.reason = _typed(key, value, str)
+        elif event == "PreToolUse" and key == "updatedInput":
+            out.updated_input = _typed(key, value, dict)
+        elif event == "PermissionRequest" and key == "decision" and isinstance(value, dict):
+            behavior = value.get("behavior")
+            if behavior not in ("allow", "deny"):
+                raise OutputError(f"decision.behavior {behavior!r} is not allow or deny")
+            out.decision = behavior
+            out.reason = _typed("decision.message", value.get("message"), str)
+            out.updated_input = _typed("decision.updatedInput", value.get("updatedInput"), dict)
+            rest = {
+                k: v for k, v in value.items() if k not in ("behavior", "message", "updatedInput")
+            }
+            if rest:
+                specific["decision"] = rest
+        else:
+            specific[key] = value
+    out.specific = specific or None
+    return out
+
+
+def _typed(key: str, value: Any, expected: type) -> Any:
+    if value is None or isinstance(value, expected):
+        if expected is str and isinstance(value, bool):
+            raise OutputError(f"{key} must be a string")
+        return value
+    raise OutputError(f"{key} must be {'an object' if expected is dict else expected.__name__}")
+
+
+def normalize(event: str, value: Any) -> Output:
+    """Turn a handler's return value into an :class:`Output` its event can carry.
+
+    ``None`` is no opinion; a ``str`` is additional context; an :class:`Output` is checked; a
+    ``dict`` is read as Claude Code JSON. Anything else raises :class:`OutputError`.
+    """
+    if value is None:
+        return _EMPTY
+    if isinstance(value, Output):
+        value.check(event)
+        return value
+    if isinstance(value, str):
+        out = Output(context=value) if value else _EMPTY
+        out.check(event)
+        return out
+    if isinstance(value, dict):
+        out = parse_output(event, value)
+        out.check(event)
+        return out
+    raise OutputError(
+        f"a handler returns None, a str, a helper's output or a dict, not {type(value).__name__}"
+    )
+
+
+_EMPTY = Output()
