@@ -28,7 +28,8 @@ test: $(STAMP) lint
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
-	$(BIN)/python -m bench
+	$(BIN)/python -m pip install -q -e ".[dev,bench]"
+	$(BIN)/python -m bench $(BENCH_ARGS)
 
 test-container: $(STAMP)
 	bash docker/test-container.sh

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 
-TOKEN = "token"
+# handler-kit refuses bearer tokens shorter than 16 characters, so the literal "token"
+# cannot be used; every side gets this one.
+TOKEN = "bench-token-0123456789abcdef"
 EVENT_NAME = "PreToolUse"
 TOOL = "refund_gate"
 

@@ -98,7 +98,7 @@ if ! [ -x "$PODMAN_COMPOSE" ] || ! "$PODMAN_COMPOSE" --version >/dev/null 2>&1; 
   mkdir -p "$CACHE"
   python3 -m venv "$PC_VENV" || setup_failed "venv for podman-compose"
   "$PC_VENV/bin/pip" install -q --disable-pip-version-check "podman-compose>=1.1,<2" \
-    || setup_failed "pip install podman-compose"
+    >"$WORK/pip.log" 2>&1 || { tail -20 "$WORK/pip.log" >&2; setup_failed "pip install podman-compose"; }
 fi
 
 # ---- 2. base image (cached) ------------------------------------------------------------------
@@ -123,7 +123,7 @@ if ! podman image exists "$BASE_IMAGE"; then
   as_root rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
   as_root tar -C "$rootfs" --numeric-owner -cf "$WORK/base.tar" . || setup_failed "tar rootfs"
   as_root rm -rf "$rootfs"
-  podman import --change 'CMD ["/bin/bash"]' "$WORK/base.tar" "$BASE_IMAGE" >/dev/null \
+  podman import --change 'CMD ["/bin/bash"]' "$WORK/base.tar" "$BASE_IMAGE" >/dev/null 2>&1 \
     || setup_failed "podman import"
   rm -f "$WORK/base.tar"
 fi
@@ -141,7 +141,7 @@ if [ "${#cas[@]}" -gt 0 ]; then
   cat >"$WORK/ca/Containerfile" <<EOF
 FROM $BASE_IMAGE
 COPY *.crt /usr/local/share/ca-certificates/
-RUN update-ca-certificates >/dev/null
+RUN update-ca-certificates >/dev/null 2>&1
 ENV PIP_CERT=/etc/ssl/certs/ca-certificates.crt \\
     SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt \\
     REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt

@@ -38,6 +38,8 @@ app = HookApp("refund-gate", description="Refund policy gate for a support agent
 def refund_amount(tool_input: dict[str, object] | None) -> Decimal | None:
     """The refund amount of a tool call (a number or a string like "$640.00"), or None."""
     raw = (tool_input or {}).get("amount")
+    if type(raw) is int:  # the common case, and the hot path of every refund call
+        return Decimal(raw)
     if isinstance(raw, bool) or raw is None:
         return None
     try:

@@ -9,7 +9,10 @@ import os
 import secrets
 import sys
 
-EXAMPLES = {"refund_gate": "example_servers.refund_gate:app"}
+EXAMPLES = {
+    "refund_gate": "example_servers.refund_gate:app",
+    "context_loader": "example_servers.context_loader:app",
+}
 CURL = """\
 Serving {target} on http://{host}:{port}
 Bearer token: {token}

@@ -61,6 +61,7 @@ class StaticTokenAuth:
             raise ValueError("a bearer token must be at least 16 characters long")
         # compare digests: equal lengths, so the comparison time does not leak a token's length
         self._digests = [hashlib.sha256(token).digest() for token in raw]
+        self._principals = [f"token#{index}" for index in range(len(raw))]
 
     async def authenticate(self, authorization: bytes | None) -> str:
         return self.check(authorization)
@@ -74,7 +75,7 @@ class StaticTokenAuth:
                 found = index
         if found < 0:
             raise AuthError("invalid bearer token")
-        return f"token#{found}"
+        return self._principals[found]
 
 
 class JWTAuth:

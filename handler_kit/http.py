@@ -135,7 +135,9 @@ def parse_hook_input(body: bytes, event_name: str | None) -> HookEvent:
             ) from None
     try:
         data = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        # RecursionError: a body of deeply nested arrays (well under the size cap) is as
+        # malformed as any other, not a 500 with a traceback in the log
         raise HTTPError(400, "malformed_json", "the body is not valid JSON") from None
     if not isinstance(data, dict):
         raise HTTPError(400, "not_an_object", "the body must be a JSON object (a hook input)")
@@ -188,16 +190,13 @@ class Webhook:
         if scope["method"] != "POST":
             raise HTTPError(405, "method_not_allowed", "use POST", headers=[(b"allow", b"POST")])
 
-        event_header: str | None = None
-        traceparent: bytes | None = None
-        for key, value in scope["headers"]:
-            if key == EVENT_HEADER:
-                event_header = value.decode("latin-1")
-            elif key == b"content-length":
-                if value.isdigit() and int(value) > self.max_body_bytes:
-                    raise _too_large(self.max_body_bytes)
-            elif key == b"traceparent":
-                traceparent = value
+        headers = scope.get("handler_kit.headers") or dict(scope["headers"])
+        raw_event = headers.get(EVENT_HEADER)
+        event_header = raw_event.decode("latin-1") if raw_event is not None else None
+        traceparent = headers.get(b"traceparent")
+        length = headers.get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
+            raise _too_large(self.max_body_bytes)
         if event_header is None and self.require_event_header:
             raise HTTPError(
                 400, "missing_event_header", "the X-Runbear-Hook-Event header is required"

@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,9 +41,17 @@ import mcp_types as mt
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.transport_security import (
+    DEFAULT_MAX_REQUEST_BODY_SIZE,
+    TransportSecuritySettings,
+)
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import InboundModernRoute, classify_inbound_request
+from mcp_types import DEFAULT_NEGOTIATED_VERSION
+from mcp_types.methods import validate_client_request
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import ValidationError
+from pydantic_core import from_json, to_json
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from handler_kit.app import Answer, Handler, HookApp
@@ -54,6 +63,8 @@ logger = logging.getLogger("handler_kit.mcp")
 # DNS-rebinding hole (a rebinding attack arrives with the attacker's host name in Host).
 LOOPBACK_HOSTS: tuple[str, ...] = ("127.0.0.1", "localhost", "[::1]")
 ALL_HOSTS = "*"
+FAST_PATH_ENV = "HANDLER_KIT_MCP_FAST_PATH"
+_OFF = frozenset({"0", "false", "no", "off"})
 MCP_PATH = "/mcp"
 
 # A generic, safe message: a handler's exception text may hold secrets or internals, and the
@@ -108,6 +119,9 @@ def tool_input_schema(event: str, model: type[HookEvent]) -> dict[str, Any]:
     return schema
 
 
+_FOLDABLE = frozenset({"type", "additionalProperties", "items"})
+
+
 def _compact(prop: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in prop.items() if k != "title"}
     if "default" in out and out["default"] is None:
@@ -115,7 +129,11 @@ def _compact(prop: dict[str, Any]) -> dict[str, Any]:
     any_of = out.get("anyOf")
     if isinstance(any_of, list) and len(any_of) == 2 and {"type": "null"} in any_of:
         other = any_of[0] if any_of[1] == {"type": "null"} else any_of[1]
-        if isinstance(other.get("type"), str) and set(other) <= {"type", "additionalProperties"}:
+        if isinstance(other.get("type"), str) and set(other) <= {
+            "type",
+            "additionalProperties",
+            "items",
+        }:
             del out["anyOf"]
             out = {**other, "type": [other["type"], "null"], **out}
     return out
@@ -204,7 +222,13 @@ async def run_tool(
     except ValidationError as exc:
         return ToolOutcome(_invalid_input_message(handler, exc), is_error=True)
     handlers = [handler] if handler.matches(event.matcher_value()) else []
-    answer = await hook_app.answer(event, handlers, transport="mcp", context=context)
+    try:
+        answer = await hook_app.answer(event, handlers, transport="mcp", context=context)
+    except Exception:
+        # HookApp.answer answers handler failures itself; reaching this is a bug in a wrapper
+        # or the core. Say so generically: the SDK's legacy path would put str(exc) on the wire.
+        logger.exception("answering %s over MCP failed", handler.name)
+        return ToolOutcome(FAILED_MESSAGE.format(name=handler.name), is_error=True)
     return outcome_of(handler, answer)
 
 
@@ -227,14 +251,20 @@ def _invalid_input_message(handler: Handler, exc: ValidationError) -> str:
 
 
 def call_context(
-    spec: ToolSpec, scope: Mapping[str, Any] | None, request_id: Any
+    spec: ToolSpec, scope: Mapping[str, Any] | None, request_id: Any, served_by: str
 ) -> dict[str, Any]:
     """The context observers (audit, metrics, tracing) receive with an MCP answer.
 
     The same keys as the webhook's (``principal`` set by the server's auth layer,
-    ``traceparent`` from the HTTP request), plus the tool name and the JSON-RPC request id.
+    ``traceparent`` from the HTTP request), plus the tool name, the JSON-RPC request id and
+    ``mcp_path``: ``"fast"`` or ``"sdk"``, which code answered (for metrics and debugging).
     """
-    context: dict[str, Any] = {"principal": None, "tool": spec.name, "request_id": request_id}
+    context: dict[str, Any] = {
+        "principal": None,
+        "tool": spec.name,
+        "request_id": request_id,
+        "mcp_path": served_by,
+    }
     if scope:
         context["principal"] = scope.get("handler_kit.principal")
         for key, value in scope.get("headers", ()):
@@ -279,6 +309,265 @@ def transport_security(allowed_hosts: Sequence[str] | None) -> TransportSecurity
     )
 
 
+# -- fast path ----------------------------------------------------------------------------------
+
+_WATCHED_HEADERS = frozenset(
+    {
+        b"content-type",
+        b"content-length",
+        b"accept",
+        b"host",
+        b"origin",
+        b"mcp-protocol-version",
+        b"mcp-method",
+        b"mcp-name",
+    }
+)
+# Headers that take a request off the fast path: sessions, resumption, per-parameter headers.
+_SDK_ONLY_HEADERS = (b"mcp-session-id", b"last-event-id", b"mcp-param-")
+_ENVELOPE_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
+_CALL_PARAM_KEYS = frozenset({"name", "arguments", "_meta"})
+_LIST_PARAM_KEYS = frozenset({"_meta"})
+_MAX_SAFE_ID = 2**53
+_ID_MARK = "@@handler-kit-id@@"
+_TEXT_MARK = "@@handler-kit-text@@"
+_LEGACY_HEADERS = [(b"content-type", b"application/json")]  # + content-length, in that order
+Message = dict[str, Any]
+
+
+class _Template:
+    """The exact response bytes of one (method, protocol version, result kind), as the SDK
+    writes them, with holes for the request id and the text: built once by running the SDK's
+    own result serializer on a marked result, then filled per request."""
+
+    __slots__ = ("encode", "modern", "parts")
+
+    def __init__(self, body: bytes, modern: bool, has_text: bool) -> None:
+        marks = [json.dumps(_ID_MARK).encode()]
+        if has_text:
+            marks.append(json.dumps(_TEXT_MARK).encode())
+        parts: list[bytes] = []
+        rest = body
+        for mark in marks:
+            if rest.count(mark) != 1:
+                raise ValueError("template marker not found exactly once")
+            head, _, rest = rest.partition(mark)
+            parts.append(head)
+        parts.append(rest)
+        self.parts = parts
+        self.modern = modern
+        # The modern path writes json.dumps (ASCII-escaped); the legacy one pydantic-core JSON.
+        self.encode = _ascii_json if modern else to_json
+
+    def render(self, request_id: int | str, text: str | None = None) -> bytes:
+        parts = self.parts
+        if text is None:
+            return parts[0] + self.encode(request_id) + parts[1]
+        return parts[0] + self.encode(request_id) + parts[1] + self.encode(text) + parts[2]
+
+
+def _ascii_json(value: Any) -> bytes:
+    return json.dumps(value).encode()
+
+
+class _FastPath:
+    """Answer stateless JSON-response ``tools/call`` and ``tools/list`` POSTs directly.
+
+    The SDK serves each stateless request with a fresh transport, memory streams, a task in
+    the manager's task group, a dispatcher, a runner with middleware, and two result
+    validations; for a hook handler that answers in microseconds that machinery is most of the
+    cost. This path checks that a request is one the SDK would accept (same header, envelope
+    and params checks, using the SDK's own validators where they exist), runs the same
+    :func:`run_tool`, and writes the bytes the SDK would write (see :class:`_Template`).
+    Anything else, or anything it is unsure of, returns ``False`` *before* running a handler,
+    and the SDK serves the request from the replayed body: a handler never runs twice and
+    every error answer is the SDK's own.
+    """
+
+    def __init__(self, mount: McpMount) -> None:
+        self.mount = mount
+        security = mount.security
+        self.check_hosts = security.enable_dns_rebinding_protection
+        self.hosts = frozenset(h for h in security.allowed_hosts if not h.endswith(":*"))
+        self.host_prefixes = tuple(h[:-1] for h in security.allowed_hosts if h.endswith(":*"))
+        self.origins = frozenset(o for o in security.allowed_origins if not o.endswith(":*"))
+        self.origin_prefixes = tuple(o[:-1] for o in security.allowed_origins if o.endswith(":*"))
+        self.templates: dict[tuple[str, str, bool], _Template] = {}
+        self.max_body = DEFAULT_MAX_REQUEST_BODY_SIZE
+
+    # -- request checks --
+
+    def headers_ok(self, scope: Scope) -> dict[bytes, bytes] | None:
+        """The headers the SDK reads, when they pass its checks; None sends it to the SDK."""
+        found: dict[bytes, bytes] = {}
+        for key, value in scope["headers"]:
+            if key in _WATCHED_HEADERS:
+                if key in found:  # duplicated: first- and last-copy readers could disagree
+                    return None
+                found[key] = value
+            elif key.startswith(_SDK_ONLY_HEADERS):
+                return None
+        content_type = found.get(b"content-type")
+        if content_type is None or not (
+            content_type == b"application/json" or content_type.startswith(b"application/json;")
+        ):
+            return None
+        length = found.get(b"content-length")
+        if length is None or not length.isdigit() or int(length) > self.max_body:
+            return None
+        if not _accepts_json(found.get(b"accept", b"")):
+            return None
+        if self.check_hosts:
+            host = found.get(b"host", b"").decode("latin-1")
+            if not host or not (host in self.hosts or host.startswith(self.host_prefixes)):
+                return None
+            origin = found.get(b"origin", b"").decode("latin-1")
+            if origin and not (origin in self.origins or origin.startswith(self.origin_prefixes)):
+                return None
+        return found
+
+    async def handle(
+        self, scope: Scope, headers: dict[bytes, bytes], body: bytes, send: Send
+    ) -> bool:
+        """Serve the request and return True, or return False having done nothing."""
+        raw_version = headers.get(b"mcp-protocol-version")
+        version = raw_version.decode("latin-1") if raw_version is not None else None
+        modern = version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS
+        try:
+            decoded = json.loads(body) if modern else from_json(body)
+        except (ValueError, RecursionError):
+            return False
+        if not isinstance(decoded, dict) or not decoded.keys() >= {"jsonrpc", "id", "method"}:
+            return False
+        if decoded.keys() - _ENVELOPE_KEYS or decoded["jsonrpc"] != "2.0":
+            return False
+        request_id = decoded["id"]
+        if type(request_id) is int:
+            if not -_MAX_SAFE_ID < request_id < _MAX_SAFE_ID:
+                return False
+        elif type(request_id) is not str:
+            return False
+        method = decoded["method"]
+        params = decoded.get("params")
+        if method == "tools/call":
+            if not isinstance(params, dict) or params.keys() - _CALL_PARAM_KEYS:
+                return False
+            spec = self.mount.tools.get(params.get("name"))  # type: ignore[arg-type]
+            arguments = params.get("arguments")
+            if spec is None or not (arguments is None or isinstance(arguments, dict)):
+                return False
+        elif method == "tools/list":
+            if params is not None and (
+                not isinstance(params, dict) or params.keys() - _LIST_PARAM_KEYS
+            ):
+                return False
+            spec = arguments = None
+        else:
+            return False
+        if modern:
+            text_headers = {k.decode(): v.decode("latin-1") for k, v in headers.items()}
+            verdict = classify_inbound_request(decoded, headers=text_headers)
+            if not isinstance(verdict, InboundModernRoute):
+                return False
+            version = verdict.protocol_version
+        elif version is None:
+            version = DEFAULT_NEGOTIATED_VERSION
+        # The SDK validates params against the protocol version's schema before dispatch. The
+        # arguments are dict[str, Any] there, so any object passes: validate without them.
+        if spec is not None:
+            params = {**params, "arguments": {}}  # type: ignore[dict-item]
+        try:
+            validate_client_request(method, version, params)
+        except (ValidationError, KeyError, ValueError):
+            return False
+        try:
+            template = self.template(method, version, modern, is_error=False)
+            error_template = self.template(method, version, modern, is_error=True)
+        except Exception:  # an SDK this path does not know: let the SDK serve everything
+            logger.warning("MCP fast path disabled: cannot build response templates", exc_info=True)
+            self.mount.fast_path = False
+            return False
+        if spec is None:
+            body_out = template.render(request_id)
+        else:
+            context = call_context(spec, scope, request_id, "fast")
+            outcome = await run_tool(self.mount.hook_app, spec, arguments, context)
+            chosen = error_template if outcome.is_error else template
+            body_out = chosen.render(request_id, outcome.text)
+        length = str(len(body_out)).encode()
+        if modern:
+            raw = [(b"content-length", length), (b"content-type", b"application/json")]
+        else:
+            raw = [*_LEGACY_HEADERS, (b"content-length", length)]
+        await send({"type": "http.response.start", "status": 200, "headers": raw})
+        await send({"type": "http.response.body", "body": body_out})
+        return True
+
+    # -- response templates --
+
+    def template(self, method: str, version: str, modern: bool, is_error: bool) -> _Template:
+        key = (method, version, is_error)
+        found = self.templates.get(key)
+        if found is None:
+            found = self.templates[key] = self._build(method, version, modern, is_error)
+        return found
+
+    def _build(self, method: str, version: str, modern: bool, is_error: bool) -> _Template:
+        """Serialize a marked result exactly as the SDK does for this method and version."""
+        from mcp.server.connection import Connection
+        from mcp.server.runner import ServerRunner
+
+        mount = self.mount
+        result: mt.CallToolResult | mt.ListToolsResult
+        if method == "tools/call":
+            result = ToolOutcome(_TEXT_MARK, is_error).result()
+        else:
+            result = mount._list_result
+        runner = ServerRunner(mount.server, Connection.from_envelope(version, None, None), None)
+        dumped = runner._serialize(method, version, result)
+        message = mt.JSONRPCResponse(jsonrpc="2.0", id=_ID_MARK, result=dumped)
+        if modern:
+            data = message.model_dump(mode="json", by_alias=True, exclude_none=True)
+            body = json.dumps(data, separators=(",", ":")).encode()
+        else:
+            body = message.model_dump_json(by_alias=True, exclude_unset=True).encode()
+        return _Template(body, modern, has_text=method == "tools/call")
+
+
+def _accepts_json(accept: bytes) -> bool:
+    """The SDK's Accept rule (``check_accept_headers``) for application/json."""
+    for part in accept.decode("latin-1").split(","):
+        media = part.strip().split(";")[0].strip().lower()
+        if media in ("application/json", "application/*", "*/*"):
+            return True
+    return False
+
+
+async def _read_body(receive: Receive) -> tuple[bytes | None, list[Message]]:
+    """Read the whole body, keeping the messages so the SDK can be handed them again."""
+    messages: list[Message] = []
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        messages.append(message)
+        if message["type"] != "http.request":
+            return None, messages
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks), messages
+
+
+def _replay(messages: list[Message], receive: Receive) -> Receive:
+    pending = list(messages)
+
+    async def replayed() -> Message:
+        if pending:
+            return pending.pop(0)
+        return await receive()
+
+    return replayed
+
+
 # -- the mount --------------------------------------------------------------------------------
 
 
@@ -296,7 +585,7 @@ class McpMount:
         allowed_hosts: Sequence[str] | None = None,
         stateless: bool = True,
         json_response: bool = True,
-        fast_path: bool = True,
+        fast_path: bool | None = None,
     ) -> None:
         self.hook_app = hook_app
         self.tools = build_tools(hook_app)
@@ -320,7 +609,10 @@ class McpMount:
         self._list_result = mt.ListToolsResult(tools=[spec.tool for spec in self.tools.values()])
         self._manager: StreamableHTTPSessionManager | None = None
         self._entered = 0
+        if fast_path is None:
+            fast_path = os.environ.get(FAST_PATH_ENV, "1").strip().lower() not in _OFF
         self.fast_path = fast_path and stateless and json_response
+        self._fast = _FastPath(self)
         # An object, not a bound method: Starlette's Route treats functions and methods as
         # request -> response endpoints and only calls other callables as raw ASGI apps.
         self.asgi: ASGIApp = _McpAsgi(self)
@@ -341,7 +633,7 @@ class McpMount:
             raise MCPError(code=mt.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
         request = ctx.request
         scope = getattr(request, "scope", None)
-        context = call_context(spec, scope, ctx.request_id)
+        context = call_context(spec, scope, ctx.request_id, "sdk")
         outcome = await run_tool(self.hook_app, spec, params.arguments, context)
         return outcome.result()
 
@@ -388,6 +680,17 @@ class McpMount:
                 "handler-kit MCP endpoint called before its lifespan started: enter "
                 "McpMount.lifespan() in the server's lifespan (create_asgi_app does)"
             )
+        if self.fast_path and scope["type"] == "http" and scope["method"] == "POST":
+            headers = self._fast.headers_ok(scope)
+            if headers is not None:
+                body, messages = await _read_body(receive)
+                if (
+                    body is not None
+                    and len(body) <= self._fast.max_body
+                    and await self._fast.handle(scope, headers, body, send)
+                ):
+                    return
+                receive = _replay(messages, receive)
         await manager.handle_request(scope, receive, send)
 
 
@@ -409,7 +712,7 @@ def create_mcp_mount(
     allowed_hosts: list[str] | None = None,
     stateless: bool = True,
     json_response: bool = True,
-    fast_path: bool = True,
+    fast_path: bool | None = None,
 ) -> McpMount:
     """Serve every handler of ``hook_app`` as an MCP tool (Streamable HTTP, route it at ``/mcp``).
 
@@ -418,7 +721,8 @@ def create_mcp_mount(
     ``json_response`` (the defaults) let any worker answer any request; ``json_response=False``
     streams each response as SSE (progress notifications reach the client), ``stateless=False``
     keeps ``Mcp-Session-Id`` sessions (one worker only). ``fast_path`` answers stateless JSON
-    ``tools/call``/``tools/list`` without the SDK's per-request machinery, same bytes.
+    ``tools/call``/``tools/list`` without the SDK's per-request machinery, same bytes (default:
+    on, unless the environment sets ``HANDLER_KIT_MCP_FAST_PATH=0``).
     """
     return McpMount(
         hook_app,

@@ -125,7 +125,11 @@ def merge(
     if decisions:
         winner = max(decisions, key=lambda item: _SEVERITY.get(item[0], 5))[0]
         merged.decision = winner
-        merged.reason = next((r for d, r in decisions if d == winner and r is not None), None)
+        if runbear and winner == "block":
+            # Runbear: "the first blocking handler in document order supplies the reason".
+            merged.reason = next(r for d, r in decisions if d == winner)
+        else:
+            merged.reason = next((r for d, r in decisions if d == winner and r is not None), None)
     if merged.decision == "deny":
         merged.updated_input = None
     return merged

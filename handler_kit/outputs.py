@@ -163,12 +163,14 @@ class Output:
         if self.context is not None and event not in CONTEXT_EVENTS:
             raise OutputError(f"{event} cannot carry additional context")
 
-    def render(self, event: str) -> dict[str, Any]:
+    def render(self, event: str, *, checked: bool = False) -> dict[str, Any]:
         """The exact Claude Code JSON object of this output for ``event``.
 
-        Raises :class:`OutputError` when the event cannot carry it. ``{}`` is "no opinion".
+        Raises :class:`OutputError` when the event cannot carry it (``checked=True`` when
+        :meth:`check` already passed). ``{}`` is "no opinion".
         """
-        self.check(event)
+        if not checked:
+            self.check(event)
         out: dict[str, Any] = {}
         specific: dict[str, Any] = {}
         decision = self.decision

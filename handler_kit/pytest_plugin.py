@@ -1,7 +1,141 @@
-"""pytest plugin for handler-kit contract tests (fixtures added in issue 4).
+"""pytest fixtures for contract tests: your HookApp on a real port, the reference runtime in
+front of it.
 
-Loaded by pytest through the ``pytest11`` entry point in every run, so it must import nothing
-heavy at module level.
+Installed with handler-kit (a ``pytest11`` entry point), so the fixtures are simply there::
+
+    from my_hooks import hooks
+
+    def test_refund_over_500_is_denied(hook_dispatcher):
+        dispatcher = hook_dispatcher(hooks)          # real HTTPS server + generated document
+        outcome = dispatcher.dispatch_sync(
+            {"hook_event_name": "PreToolUse", "tool_name": "issue_refund",
+             "tool_input": {"amount": 640}}
+        )
+        assert outcome.decision == "deny"
+
+- ``hook_server(app, tls=True, tokens=None)`` starts ``app`` with real uvicorn on a free
+  127.0.0.1 port (HTTPS with a throw-away CA by default) and returns the running server
+  (``.url``, ``.token``, ``.ca_file``, ``.mcp_url``); it is stopped when the test ends.
+- ``hook_dispatcher(app, via="http", tls=True, document=None)`` starts ``app`` the same way and
+  returns a :class:`~handler_kit.dispatcher.Dispatcher` wired to it: the hooks document Runbear
+  would be given for the app (``via="http"``: one ``http`` handler per route; ``via="mcp"``: one
+  ``mcp_tool`` handler per tool, the server registered under the app's name), ``allow_private``
+  on (the server is on 127.0.0.1) and the CA trusted. The dispatcher's ``.server`` is the
+  running server and ``.thread_for(...)`` its threads.
+
+pytest loads this module in every run of every project that has handler-kit installed, so it
+imports nothing heavy at module level: the server stack is imported when a fixture is used.
 """
 
 from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Literal
+
+import pytest
+
+if TYPE_CHECKING:
+    from handler_kit.app import HookApp
+    from handler_kit.dispatcher import Dispatcher
+    from handler_kit.testing import RunningServer
+
+Via = Literal["http", "mcp"]
+
+
+def mcp_server_name(app_name: str) -> str:
+    """The Custom MCP server name a generated document uses for an app."""
+    cleaned = "".join(c if c.isalnum() or c in "-_" else "-" for c in app_name).strip("-")
+    return cleaned or "hooks"
+
+
+def hooks_document(
+    hook_app: HookApp,
+    base_url: str,
+    *,
+    token: str | None = None,
+    via: Via = "http",
+    server_name: str | None = None,
+) -> dict[str, Any]:
+    """The Runbear hooks document that points at ``hook_app`` served at ``base_url``.
+
+    One matcher group per handler of Runbear's five events, in registration order: an ``http``
+    handler posting to ``/hooks/{name}`` with the bearer token, or an ``mcp_tool`` handler
+    calling the tool ``{name}`` with every field of the event passed through a template
+    (the tool's schema declares them all). Timeouts and ``failClosed`` follow the decorator.
+    """
+    from handler_kit.events import RUNBEAR_EVENTS, model_for
+
+    hooks: dict[str, list[dict[str, Any]]] = {}
+    for handler in hook_app.handlers:
+        if handler.event not in RUNBEAR_EVENTS:
+            continue
+        entry: dict[str, Any]
+        if via == "http":
+            entry = {"type": "http", "url": f"{base_url.rstrip('/')}/hooks/{handler.name}"}
+            if token:
+                entry["headers"] = {"Authorization": f"Bearer {token}"}
+        else:
+            fields = [f for f in model_for(handler.event).model_fields if f != "hook_event_name"]
+            entry = {
+                "type": "mcp_tool",
+                "server": server_name or mcp_server_name(hook_app.name),
+                "tool": handler.name,
+                "input": {f: f"${{{f}}}" for f in fields},
+            }
+        entry["timeout"] = max(1, min(10, math.ceil(handler.timeout)))
+        if handler.fail_closed and handler.event in ("UserPromptSubmit", "PreToolUse"):
+            entry["failClosed"] = True
+        group: dict[str, Any] = {"hooks": [entry]}
+        if handler.matcher and handler.event not in ("UserPromptSubmit", "Stop"):
+            group["matcher"] = handler.matcher
+        hooks.setdefault(handler.event, []).append(group)
+    return {"hooks": hooks}
+
+
+@pytest.fixture
+def hook_server() -> Iterator[Callable[..., RunningServer]]:
+    """Factory fixture: ``hook_server(app, tls=True, tokens=None)`` -> a running server."""
+    with contextlib.ExitStack() as stack:
+
+        def start(
+            hook_app: HookApp, *, tls: bool = True, tokens: list[str] | None = None
+        ) -> RunningServer:
+            from handler_kit.testing import running_server
+
+            return stack.enter_context(running_server(hook_app, tls=tls, tokens=tokens))
+
+        yield start
+
+
+@pytest.fixture
+def hook_dispatcher(
+    hook_server: Callable[..., RunningServer],
+) -> Iterator[Callable[..., Dispatcher]]:
+    """Factory fixture: ``hook_dispatcher(app, via="http", tls=True, document=None)`` -> a
+    :class:`~handler_kit.dispatcher.Dispatcher` in front of ``app`` on a real port."""
+    def make(
+        hook_app: HookApp,
+        *,
+        via: Via = "http",
+        tls: bool = True,
+        document: dict[str, Any] | None = None,
+    ) -> Dispatcher:
+        from handler_kit.dispatcher import Dispatcher
+
+        server = hook_server(hook_app, tls=tls)
+        name = mcp_server_name(hook_app.name)
+        if document is None:
+            document = hooks_document(hook_app, server.url, token=server.token, via=via)
+        dispatcher = Dispatcher(
+            document,
+            mcp_servers={name: server.mcp_url},
+            mcp_headers={name: {"Authorization": f"Bearer {server.token}"}},
+            allow_private=True,
+            ca_file=server.ca_file,
+        )
+        dispatcher.server = server
+        return dispatcher
+
+    yield make

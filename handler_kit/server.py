@@ -193,23 +193,19 @@ class HandlerKitASGI:
                 )
             return
         if self.auth is not None and path not in self.public_paths:
-            authorization = None
-            for key, value in scope["headers"]:
-                if key == b"authorization":
-                    authorization = value
-                    break
+            # one C-level pass over the headers, shared with the webhook through the scope
+            headers = scope["handler_kit.headers"] = dict(scope["headers"])
+            authorization = headers.get(b"authorization")
             try:
                 scope["handler_kit.principal"] = await self.auth.authenticate(authorization)
             except AuthError as exc:
                 challenge = b'Bearer realm="handler-kit"'
                 if authorization:
                     challenge += b', error="invalid_token"'
-                await send_error(
-                    send,
-                    HTTPError(
-                        401, "unauthorized", str(exc), headers=[(b"www-authenticate", challenge)]
-                    ),
+                error = HTTPError(
+                    401, "unauthorized", str(exc), headers=[(b"www-authenticate", challenge)]
                 )
+                await send_error(send, error)
                 return
         if path.startswith("/hooks"):
             await self.webhook(scope, receive, send)

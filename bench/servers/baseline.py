@@ -11,7 +11,10 @@ import hmac
 import json
 import os
 
-_TOKENS = [t.strip().encode() for t in os.environ.get("HANDLER_KIT_TOKENS", "token").split(",")]
+_TOKENS = [
+    t.strip().encode()
+    for t in os.environ.get("HANDLER_KIT_TOKENS", "bench-token-0123456789abcdef").split(",")
+]
 _DENY = json.dumps(
     {
         "hookSpecificOutput": {

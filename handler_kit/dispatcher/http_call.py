@@ -1,0 +1,212 @@
+"""Calling one ``http`` handler the way Runbear does.
+
+- ``POST`` of the hook input as JSON, with ``Content-Type: application/json``,
+  ``X-Runbear-Hook-Event: <event>`` and the configured headers (which cannot override those two,
+  ``Content-Length`` or ``Host``);
+- a 2xx with a JSON object body is a result; a 2xx with an empty body is a no-op;
+- any other status, a redirect (never followed), a body over 1 MB, or a body that is not a JSON
+  object (or not a valid output) is a failure;
+- only ``https`` and only a public address: the host is resolved and a private, loopback,
+  link-local or otherwise non-global address is refused before connecting. The connection then
+  goes to the address that was checked (with the original name for ``Host``, SNI and certificate
+  checks), so a second DNS answer cannot point the request somewhere private. ``allow_private``
+  lifts both rules for tests against 127.0.0.1.
+
+The timeout is not applied here: the dispatcher bounds the whole call, connection included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+import socket
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+
+from handler_kit.document import FORBIDDEN_HEADERS
+from handler_kit.outputs import Output, OutputError, parse_output
+
+MAX_BODY_BYTES = 1024 * 1024
+USER_AGENT = "handler-kit-dispatcher/0.1 (Runbear hooks reference runtime)"
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+Resolver = Callable[[str, int], Awaitable[list[str]]]
+
+
+class RefusedAddress(Exception):
+    """The handler's host resolves to an address Runbear refuses to call."""
+
+
+@dataclass(slots=True)
+class HttpResult:
+    """What one http handler answered and how the runtime reads it."""
+
+    ok: bool
+    output: Output | None = None
+    error: str | None = None
+    status_code: int | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    body_truncated: bool = False
+
+
+def is_public(address: IPAddress) -> bool:
+    """True for a globally routable unicast address (the only kind Runbear calls)."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address.is_global and not address.is_multicast
+
+
+def describe(address: IPAddress) -> str:
+    """Why an address is not public, in words ("loopback", "private"...)."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    for kind in ("loopback", "private", "link_local", "multicast", "unspecified", "reserved"):
+        if getattr(address, f"is_{kind}", False):
+            return kind.replace("_", "-")
+    return "non-public"
+
+
+async def resolve_host(host: str, port: int) -> list[str]:
+    """Every address ``host`` resolves to (an IP literal resolves to itself)."""
+    loop = asyncio.get_running_loop()
+    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+async def public_address(host: str, port: int, resolver: Resolver = resolve_host) -> str:
+    """The address to connect to for ``host``; raises :class:`RefusedAddress` unless every
+    address it resolves to is public (one private answer is enough to refuse)."""
+    try:
+        addresses = await resolver(host, port)
+    except OSError as exc:
+        raise RefusedAddress(f"cannot resolve {host}: {exc}") from None
+    if not addresses:
+        raise RefusedAddress(f"{host} resolves to no address")
+    for text in addresses:
+        address = ipaddress.ip_address(text.split("%", 1)[0])
+        if not is_public(address):
+            raise RefusedAddress(
+                f"refused: {host} resolves to {address}, a {describe(address)} address; "
+                "Runbear calls public addresses only (allow_private is for local tests)"
+            )
+    return addresses[0]
+
+
+def request_headers(event_name: str, configured: dict[str, str]) -> dict[str, str]:
+    """The headers of the POST: configured ones, then the ones Runbear always sets."""
+    headers = {k: v for k, v in configured.items() if k.lower() not in FORBIDDEN_HEADERS}
+    if not any(k.lower() == "user-agent" for k in headers):
+        headers["User-Agent"] = USER_AGENT
+    headers["Content-Type"] = "application/json"
+    headers["X-Runbear-Hook-Event"] = event_name
+    return headers
+
+
+def read_body(event_name: str, body: bytes) -> Output | None:
+    """Read a 2xx body: None for an empty one (no-op), an :class:`Output` for a JSON object.
+
+    Raises :class:`OutputError` for anything else: the runtime counts it as a failure.
+    """
+    if not body.strip():
+        return None
+    try:
+        data = json.loads(body)
+    except ValueError as exc:
+        raise OutputError(f"the response body is not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise OutputError(f"the response body is JSON but not an object ({type(data).__name__})")
+    return parse_output(event_name, data)
+
+
+async def call_http(
+    client: httpx.AsyncClient,
+    url: str,
+    event_name: str,
+    payload: dict[str, Any],
+    *,
+    headers: dict[str, str] | None = None,
+    allow_private: bool = False,
+    allow_http: bool = False,
+    resolver: Resolver = resolve_host,
+    max_body: int = MAX_BODY_BYTES,
+) -> HttpResult:
+    """POST ``payload`` to ``url`` and read the answer by Runbear's rules. Never raises for
+    the endpoint's behaviour (that is a failed :class:`HttpResult`); cancellation propagates."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme != "https" and not (scheme == "http" and (allow_http or allow_private)):
+        return HttpResult(False, error=f"refused: {url} is not an https URL")
+    host = parts.hostname or ""
+    send_headers = request_headers(event_name, headers or {})
+    target = url
+    extensions: dict[str, Any] = {}
+    if not allow_private:
+        port = parts.port or (443 if scheme == "https" else 80)
+        try:
+            address = await public_address(host, port, resolver)
+        except RefusedAddress as exc:
+            return HttpResult(False, error=str(exc))
+        # Connect to the address just checked; keep the name for Host, SNI and the certificate.
+        literal = f"[{address}]" if ":" in address else address
+        netloc = literal if parts.port is None else f"{literal}:{parts.port}"
+        target = urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
+        send_headers["Host"] = parts.netloc.rsplit("@", 1)[-1]
+        if not _is_ip_literal(host):
+            extensions["sni_hostname"] = host
+    content = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+    try:
+        async with client.stream(
+            "POST", target, content=content, headers=send_headers, extensions=extensions
+        ) as response:
+            result = HttpResult(
+                False, status_code=response.status_code, headers=dict(response.headers)
+            )
+            if response.is_redirect or 300 <= response.status_code < 400:
+                location = response.headers.get("location", "")
+                result.error = f"redirect {response.status_code} to {location!r} (not followed)"
+                return result
+            declared = response.headers.get("content-length")
+            if declared is not None and declared.isdigit() and int(declared) > max_body:
+                result.error = f"response body over 1 MB ({declared} bytes declared)"
+                result.body_truncated = True
+                return result
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in response.aiter_bytes():
+                size += len(chunk)
+                if size > max_body:
+                    result.error = "response body over 1 MB (stopped reading)"
+                    result.body = b"".join(chunks)
+                    result.body_truncated = True
+                    return result
+                chunks.append(chunk)
+            result.body = b"".join(chunks)
+    except httpx.HTTPError as exc:
+        return HttpResult(False, error=f"{type(exc).__name__}: {exc or 'transport error'}")
+    except OSError as exc:  # e.g. an SSL context that could not be built
+        return HttpResult(False, error=f"{type(exc).__name__}: {exc}")
+    if not 200 <= result.status_code < 300:
+        snippet = result.body[:200].decode("utf-8", "replace")
+        result.error = f"HTTP {result.status_code}" + (f": {snippet}" if snippet else "")
+        return result
+    try:
+        result.output = read_body(event_name, result.body)
+    except OutputError as exc:
+        result.error = str(exc)
+        return result
+    result.ok = True
+    return result
+
+
+def _is_ip_literal(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True

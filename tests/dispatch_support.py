@@ -1,0 +1,319 @@
+"""Real servers on 127.0.0.1 for the dispatcher tests: a scripted HTTPS endpoint and an MCP
+server, both behind a throw-away trustme CA.
+
+The scripted endpoint answers what its URL asks for, so a test's hooks document says in one
+place what each handler does::
+
+    server.url("gate", body={"decision": "block", "reason": "no"})
+    server.url("slow", sleep=5)             # waits (until the client gives up)
+    server.url("moved", status=307, location="/elsewhere")
+    server.url("huge", big=2_000_000)        # streams a 2 MB body, no Content-Length
+
+Every request is recorded (path name, headers, JSON body) and the server keeps a gauge of
+requests in flight, so concurrency is asserted from what the server saw, not from timings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+import tempfile
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, quote, urlencode
+
+import trustme
+import uvicorn
+
+
+@dataclass
+class Tls:
+    """A throw-away CA and a server certificate for 127.0.0.1 and localhost."""
+
+    ca_file: str
+    cert_file: str
+    key_file: str
+
+
+@contextlib.contextmanager
+def make_tls() -> Iterator[Tls]:
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1", "localhost")
+    with tempfile.TemporaryDirectory() as folder:
+        base = Path(folder)
+        ca.cert_pem.write_to_path(str(base / "ca.pem"))
+        cert.cert_chain_pems[0].write_to_path(str(base / "cert.pem"))
+        for extra in cert.cert_chain_pems[1:]:
+            extra.write_to_path(str(base / "cert.pem"), append=True)
+        cert.private_key_pem.write_to_path(str(base / "key.pem"))
+        yield Tls(str(base / "ca.pem"), str(base / "cert.pem"), str(base / "key.pem"))
+
+
+@contextlib.contextmanager
+def serve(app: Any, tls: Tls | None) -> Iterator[int]:
+    """Serve an ASGI app with uvicorn on a free 127.0.0.1 port in a background thread."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    ssl = {"ssl_certfile": tls.cert_file, "ssl_keyfile": tls.key_file} if tls else {}
+    server = uvicorn.Server(
+        uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2, **ssl)
+    )
+    thread = threading.Thread(
+        target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True
+    )
+    thread.start()
+    try:
+        for _ in range(1000):
+            if server.started:
+                break
+            if not thread.is_alive():
+                raise RuntimeError("test server failed to start")
+            threading.Event().wait(0.01)
+        yield port
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+@dataclass
+class Recorded:
+    name: str
+    headers: dict[str, str]
+    body: Any
+    query: dict[str, str]
+
+
+@dataclass
+class ScriptServer:
+    """An ASGI endpoint that does what its query string says (see the module docstring)."""
+
+    base: str = ""
+    requests: list[Recorded] = field(default_factory=list)
+    in_flight: int = 0
+    max_in_flight: int = 0
+    abandoned: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def url(
+        self,
+        name: str,
+        *,
+        body: Any = None,
+        raw: str | None = None,
+        status: int = 200,
+        sleep: float = 0.0,
+        big: int = 0,
+        big_declared: bool = False,
+        location: str | None = None,
+        base: str | None = None,
+    ) -> str:
+        query: dict[str, Any] = {"status": status}
+        if body is not None:
+            query["body"] = json.dumps(body)
+        if raw is not None:
+            query["raw"] = raw
+        if sleep:
+            query["sleep"] = sleep
+        if big:
+            query["big"] = big
+        if big_declared:
+            query["declared"] = 1
+        if location:
+            query["location"] = location
+        return f"{base or self.base}/h/{quote(name)}?{urlencode(query)}"
+
+    def reset(self) -> None:
+        with self._lock:
+            self.requests.clear()
+            self.max_in_flight = 0
+            self.abandoned = 0
+
+    def named(self, name: str) -> list[Recorded]:
+        return [r for r in self.requests if r.name == name]
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            return
+        chunks = []
+        while True:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        raw_body = b"".join(chunks)
+        query = {k: v[0] for k, v in parse_qs(scope["query_string"].decode()).items()}
+        name = scope["path"].rsplit("/", 1)[-1]
+        headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+        try:
+            parsed = json.loads(raw_body) if raw_body else None
+        except ValueError:
+            parsed = raw_body
+        with self._lock:
+            self.requests.append(Recorded(name, headers, parsed, query))
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            sleep = float(query.get("sleep", 0))
+            if sleep:
+                try:
+                    # Wake early when the client gives up: a timed-out request leaves the gauge.
+                    message = await asyncio.wait_for(receive(), timeout=sleep)
+                    if message["type"] == "http.disconnect":
+                        with self._lock:
+                            self.abandoned += 1
+                        return
+                except TimeoutError:
+                    pass
+            status = int(query.get("status", 200))
+            response_headers = [(b"content-type", b"application/json")]
+            if "location" in query:
+                response_headers.append((b"location", query["location"].encode()))
+            big = int(query.get("big", 0))
+            if big:
+                if "declared" in query:
+                    response_headers.append((b"content-length", str(big).encode()))
+                await send(
+                    {"type": "http.response.start", "status": status, "headers": response_headers}
+                )
+                chunk = b" " * 65536
+                sent = 0
+                while sent < big:
+                    piece = chunk[: big - sent]
+                    sent += len(piece)
+                    await send({"type": "http.response.body", "body": piece, "more_body": True})
+                await send({"type": "http.response.body", "body": b""})
+                return
+            if "raw" in query:
+                payload = query["raw"].encode()
+            elif "body" in query:
+                payload = query["body"].encode()
+            else:
+                payload = b""
+            await send(
+                {"type": "http.response.start", "status": status, "headers": response_headers}
+            )
+            await send({"type": "http.response.body", "body": payload})
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+
+# -- the MCP server -------------------------------------------------------------------------
+
+
+@dataclass
+class McpRecorder:
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    def named(self, tool: str) -> list[dict[str, Any]]:
+        return [args for name, args in self.calls if name == tool]
+
+
+def build_mcp_app(recorder: McpRecorder) -> Any:
+    """An mcp 2.3 MCPServer mounted on a Starlette app, stateless with JSON responses."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.transport_security import TransportSecuritySettings
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    server = MCPServer("dispatcher-test", log_level="WARNING")
+
+    def record(tool: str, **arguments: Any) -> None:
+        recorder.calls.append((tool, {k: v for k, v in arguments.items() if v is not None}))
+
+    def load_user_context(
+        slack_user_id: str | None = None,
+        first_user_message: str | None = None,
+        user_email: str | None = None,
+        source: str | None = None,
+    ) -> str:
+        """Plain-text context about the user."""
+        record(
+            "load_user_context",
+            slack_user_id=slack_user_id,
+            first_user_message=first_user_message,
+            user_email=user_email,
+            source=source,
+        )
+        return f"User {slack_user_id} is on the Enterprise plan."
+
+    def review_reply(reply: str | None = None, already_continued: bool | None = None) -> str:
+        """Stop gate: block once unless the reply cites a ticket."""
+        record("review_reply", reply=reply, already_continued=already_continued)
+        if already_continued or "#" in (reply or ""):
+            return "{}"
+        return json.dumps({"decision": "block", "reason": "Cite the ticket number."})
+
+    def echo(
+        whole: dict[str, Any] | None = None,
+        flag: bool | None = None,
+        amount: int | None = None,
+        label: str | None = None,
+        order: str | None = None,
+    ) -> str:
+        """Echo the typed arguments back as context, to check template rendering."""
+        args = {"whole": whole, "flag": flag, "amount": amount, "label": label, "order": order}
+        record("echo", **args)
+        return json.dumps({k: v for k, v in args.items() if v is not None}, sort_keys=True)
+
+    def policy(amount: int | None = None) -> str:
+        """PreToolUse gate answering Claude Code JSON."""
+        record("policy", amount=amount)
+        if (amount or 0) > 500:
+            return json.dumps(
+                {
+                    "hookSpecificOutput": {
+                        "hookEventName": "PreToolUse",
+                        "permissionDecision": "deny",
+                        "permissionDecisionReason": "Refunds over $500 need a human approver.",
+                    }
+                }
+            )
+        return ""
+
+    def plain(text: str | None = None) -> str:
+        """Returns its text unchanged (plain text, or JSON-looking text)."""
+        record("plain", text=text)
+        return text or ""
+
+    def broken() -> str:
+        """Always fails: an isError result."""
+        raise ToolError("the context store is down")
+
+    async def slow() -> str:
+        """Never answers in time."""
+        await asyncio.sleep(2)
+        return "late"
+
+    for fn in (load_user_context, review_reply, echo, policy, plain, broken, slow):
+        server.add_tool(fn, structured_output=False)
+
+    mcp_asgi = server.streamable_http_app(
+        stateless_http=True,
+        json_response=True,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Any) -> Any:
+        async with server.session_manager.run():
+            yield
+
+    return Starlette(routes=[Mount("/", app=mcp_asgi)], lifespan=lifespan)
