@@ -5,19 +5,25 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 APP ?= refund_gate
-STAMP := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
+STAMP := $(VENV)/.installed-dev
 
 .PHONY: install run test lint bench test-container clean
 
-$(STAMP): pyproject.toml
+# `make run` installs the package alone; `make test` adds the test tools (the dev extra).
+$(RUN_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e .
+	touch $(RUN_STAMP)
+
+$(STAMP): $(RUN_STAMP)
 	$(BIN)/python -m pip install -q -e ".[dev]"
 	touch $(STAMP)
 
 install: $(STAMP)
 
-run: $(STAMP)
+run: $(RUN_STAMP)
 	HOST=$(HOST) PORT=$(PORT) $(BIN)/python -m example_servers.run $(APP)
 
 lint: $(STAMP)

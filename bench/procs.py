@@ -68,6 +68,38 @@ def handler_kit_argv() -> list[str]:
     return [sys.executable, "-m", "handler_kit.cli"]
 
 
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _stat(pid: int) -> list[str] | None:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return raw[raw.rindex(")") + 2 :].split()  # fields from 3 (state) on; comm may hold spaces
+
+
+def tree_cpu_seconds(root: int) -> float | None:
+    """utime + stime of ``root`` and every live descendant, or None without /proc."""
+    parents: dict[int, int] = {}
+    ticks: dict[int, int] = {}
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit():
+                fields = _stat(int(entry.name))
+                if fields:
+                    parents[int(entry.name)] = int(fields[1])
+                    ticks[int(entry.name)] = int(fields[11]) + int(fields[12])
+    if root not in ticks:
+        return None
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += ticks.get(pid, 0)
+        todo.extend(child for child, parent in parents.items() if parent == pid)
+    return total / _TICKS
+
+
 class ServerError(RuntimeError):
     pass
 
@@ -131,6 +163,12 @@ class Server:
                 conn.close()
         except OSError:
             return False
+
+    def cpu_seconds(self) -> float | None:
+        """User + system CPU time of the server and its live descendants (Linux /proc)."""
+        if self.proc is None:
+            return None
+        return tree_cpu_seconds(self.proc.pid)
 
     def log_tail(self, chars: int = 1500) -> str:
         with contextlib.suppress(OSError):

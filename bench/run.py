@@ -18,6 +18,7 @@ import datetime as dt
 import json
 import os
 import platform
+import resource
 import signal
 import statistics
 import subprocess
@@ -64,8 +65,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--only", choices=SECTIONS, action="append", help="run only this section")
     p.add_argument("--connections", default="1,16,64", help="webhook connection counts")
     p.add_argument("--mcp-connections", default="1,16", help="MCP connection counts")
-    p.add_argument("--command-runs", type=int, help="runs per command case (default 45, quick 6)")
+    p.add_argument("--command-runs", type=int, help="runs per command case (default 30, quick 6)")
     p.add_argument("--webhook-path", default="/hooks/refund_gate", help="handler-kit route")
+    p.add_argument(
+        "--serve-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="extra handler-kit serve argument (repeatable): --serve-arg=--log-level=warning",
+    )
     p.add_argument("--loadgen", choices=("auto", "wrk", "python"), default="auto")
     p.add_argument("--no-install", action="store_true", help="do not apt-get install wrk")
     p.add_argument(
@@ -76,7 +84,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     args.rounds = max(1, args.rounds or (1 if args.quick else 3))
     args.duration = max(1.0, args.duration or (1.0 if args.quick else 4.0))
-    args.command_runs = max(1, args.command_runs or (6 if args.quick else 45))
+    args.command_runs = max(1, args.command_runs or (6 if args.quick else 30))
     args.conns = [int(c) for c in args.connections.split(",") if c.strip()]
     args.mcp_conns = [int(c) for c in args.mcp_connections.split(",") if c.strip()]
     args.sections = args.only or list(SECTIONS)
@@ -121,7 +129,7 @@ def uvicorn_argv(app: str, port: int) -> list[str]:
 _serve_help: str | None = None
 
 
-def handler_kit_serve_argv(port: int) -> list[str]:
+def handler_kit_serve_argv(port: int, extra: list[str]) -> list[str]:
     global _serve_help
     argv = [*hk_argv(), "serve"]
     if _serve_help is None:
@@ -137,7 +145,7 @@ def handler_kit_serve_argv(port: int) -> list[str]:
     argv += [APP, "--port", str(port)]
     if "--host" in (_serve_help or ""):
         argv += ["--host", "127.0.0.1"]
-    return argv
+    return argv + extra
 
 
 class Side:
@@ -186,6 +194,12 @@ class Side:
                 "rps": median([r["rps"] for r in ok]),
                 "p50_ms": median([r["p50_ms"] for r in ok]),
                 "p99_ms": median([r["p99_ms"] for r in ok]),
+                "cpu_us_per_req": median(
+                    [r["cpu_us_per_req"] for r in ok if "cpu_us_per_req" in r]
+                ),
+                "server_cpu_util": median(
+                    [r["server_cpu_util"] for r in ok if "server_cpu_util" in r]
+                ),
                 "errors": sum(r.get("errors", 0) for r in ok),
                 "rounds": runs,
             }
@@ -208,12 +222,18 @@ def compare_servers(
             for i, c in enumerate(conns):
                 order = live if (rnd + i) % 2 == 0 else live[::-1]
                 for side in order:
+                    cpu_before = side.server.cpu_seconds()
                     try:
                         res = lg.run(
                             side.server.port, side.path, side.headers, side.body, c, args.duration
                         ).as_dict()
                     except (LoadError, subprocess.TimeoutExpired) as exc:
                         res = {"error": str(exc)[-500:]}
+                    cpu_after = side.server.cpu_seconds()
+                    if res.get("requests") and None not in (cpu_before, cpu_after):
+                        cpu = cpu_after - cpu_before
+                        res["cpu_us_per_req"] = round(cpu * 1e6 / res["requests"], 1)
+                        res["server_cpu_util"] = round(cpu / res["seconds"], 3)
                     res["round"] = rnd + 1
                     side.runs.setdefault(c, []).append(res)
                     if "error" in res:
@@ -222,6 +242,8 @@ def compare_servers(
                         log(
                             f"  round {rnd + 1} c={c:<3} {side.label:<22} {res['rps']:9.0f} req/s"
                             f"  p50 {res['p50_ms']:7.2f} ms  p99 {res['p99_ms']:7.2f} ms"
+                            f"  cpu {_f(res.get('cpu_us_per_req'), '.0f')} us/req"
+                            f" (util {_f(res.get('server_cpu_util'), '.2f')})"
                             + (f"  errors {res['errors']}" if res["errors"] else "")
                         )
     finally:
@@ -241,6 +263,7 @@ def compare_servers(
                 "rps": ratio(mb["rps"], ma["rps"]),
                 "p50": ratio(mb["p50_ms"], ma["p50_ms"]),
                 "p99": ratio(mb["p99_ms"], ma["p99_ms"]),
+                "cpu_per_req": ratio(mb["cpu_us_per_req"], ma["cpu_us_per_req"]),
             },
         }
     return rows
@@ -276,7 +299,7 @@ def run_webhook(args, lg: LoadGenerator, log_dir: Path) -> dict:
         payload.WEBHOOK_HEADERS,
         payload.EVENT_BODY,
     )
-    _handler_kit_server(hk, WEBHOOK, lg, log_dir)
+    _handler_kit_server(hk, WEBHOOK, lg, log_dir, args.serve_arg)
     return compare_servers(WEBHOOK, [base, hk], args.conns, b"deny", lg, args)
 
 
@@ -292,11 +315,13 @@ def run_mcp(args, lg: LoadGenerator, log_dir: Path) -> dict:
         log_dir=log_dir,
     )
     hk = Side("handler_kit", "handler-kit /mcp", "/mcp", payload.MCP_HEADERS, payload.MCP_BODY)
-    _handler_kit_server(hk, MCP, lg, log_dir)
+    _handler_kit_server(hk, MCP, lg, log_dir, args.serve_arg)
     return compare_servers(MCP, [base, hk], args.mcp_conns, b"deny", lg, args)
 
 
-def _handler_kit_server(side: Side, section: str, lg: LoadGenerator, log_dir: Path) -> None:
+def _handler_kit_server(
+    side: Side, section: str, lg: LoadGenerator, log_dir: Path, extra: list[str]
+) -> None:
     missing = missing_files(section)
     if missing:
         side.fail("missing", "not written yet: " + ", ".join(missing))
@@ -304,7 +329,7 @@ def _handler_kit_server(side: Side, section: str, lg: LoadGenerator, log_dir: Pa
     port = free_port()
     side.server = Server(
         f"handler_kit_{section}",
-        lg.pinning.server(handler_kit_serve_argv(port)),
+        lg.pinning.server(handler_kit_serve_argv(port, extra)),
         port,
         health="/healthz",
         env={"HANDLER_KIT_TOKENS": payload.TOKEN},
@@ -340,19 +365,23 @@ def run_command(args) -> dict:
         )
     env = child_env()
 
-    def once(argv: list[str]) -> tuple[float, subprocess.CompletedProcess]:
+    def once(argv: list[str]) -> tuple[float, float, subprocess.CompletedProcess]:
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         done = subprocess.run(
             argv, input=payload.EVENT_BODY, cwd=ROOT, env=env, capture_output=True, timeout=60
         )
-        return (time.perf_counter() - start) * 1000, done
+        wall = (time.perf_counter() - start) * 1000
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime + after.ru_stime - usage.ru_utime - usage.ru_stime) * 1000
+        return wall, cpu, done
 
     for key, (label, argv, check) in cases.items():  # preflight, also warms the page cache
         if status[key]["status"] != "ok":
             log(f"  {label}: {status[key]['status']}: {status[key].get('reason', '')}")
             continue
         try:
-            _, done = once(argv)
+            _, _, done = once(argv)
         except (OSError, subprocess.TimeoutExpired) as exc:
             status[key].update(status="error", reason=str(exc))
             continue
@@ -365,6 +394,7 @@ def run_command(args) -> dict:
 
     live = [k for k in cases if status[k]["status"] == "ok"]
     times: dict[str, list[list[float]]] = {k: [] for k in cases}
+    cpu_times: dict[str, list[float]] = {k: [] for k in cases}
     per_round = -(-args.command_runs // args.rounds)
     for rnd in range(args.rounds):
         for k in live:
@@ -372,9 +402,10 @@ def run_command(args) -> dict:
         for i in range(per_round):
             shift = (rnd * per_round + i) % max(1, len(live))
             for k in live[shift:] + live[:shift]:
-                ms, done = once(cases[k][1])
+                ms, cpu_ms, done = once(cases[k][1])
                 if done.returncode == 0:
                     times[k][rnd].append(ms)
+                    cpu_times[k].append(cpu_ms)
         log(
             f"  round {rnd + 1}: "
             + "  ".join(f"{cases[k][0]} {median(times[k][rnd]) or 0:.1f} ms" for k in live)
@@ -386,6 +417,7 @@ def run_command(args) -> dict:
             **status[k],
             "median_ms": median(flat),
             "min_ms": min(flat) if flat else None,
+            "cpu_median_ms": median(cpu_times[k]),
             "round_medians_ms": [median(r) for r in times[k]],
             "runs": len(flat),
         }
@@ -394,6 +426,9 @@ def run_command(args) -> dict:
         "handler_kit/pydantic": ratio(c["handler_kit"]["median_ms"], c["pydantic"]["median_ms"]),
         "handler_kit/bare": ratio(c["handler_kit"]["median_ms"], c["bare"]["median_ms"]),
         "pydantic/bare": ratio(c["pydantic"]["median_ms"], c["bare"]["median_ms"]),
+        "cpu handler_kit/pydantic": ratio(
+            c["handler_kit"]["cpu_median_ms"], c["pydantic"]["cpu_median_ms"]
+        ),
     }
     return {COMMAND: row}
 
@@ -404,17 +439,37 @@ def run_command(args) -> dict:
 def targets(rows: dict) -> list[dict]:
     out = []
 
-    def add(name: str, value: float | None, op: str, limit: float) -> None:
+    def add(name: str, value: float | None, op: str, limit: float, cpu: float | None) -> None:
         if value is None:
             verdict = "N/A"
         else:
             verdict = "PASS" if (value >= limit if op == ">=" else value <= limit) else "MISS"
-        out.append({"target": name, "value": value, "op": op, "limit": limit, "result": verdict})
+        out.append(
+            {
+                "target": name,
+                "value": value,
+                "op": op,
+                "limit": limit,
+                "result": verdict,
+                # the same comparison from server/child CPU time: steadier on a shared box
+                "cpu_based_value": cpu,
+            }
+        )
+
+    def capacity(row: dict) -> float | None:  # req/s ratio implied by CPU per request
+        cpu = row["ratio"].get("cpu_per_req")
+        return 1 / cpu if cpu else None
 
     web = rows.get("webhook_c16")
     if web:
-        add("webhook req/s vs baseline @16", web["ratio"]["rps"], ">=", TARGET_WEBHOOK_RPS)
-        add("webhook p99 vs baseline @16", web["ratio"]["p99"], "<=", TARGET_WEBHOOK_P99)
+        add(
+            "webhook req/s vs baseline @16",
+            web["ratio"]["rps"],
+            ">=",
+            TARGET_WEBHOOK_RPS,
+            capacity(web),
+        )
+        add("webhook p99 vs baseline @16", web["ratio"]["p99"], "<=", TARGET_WEBHOOK_P99, None)
     mcp_rows = [r for k, r in rows.items() if k.startswith("mcp_c")]
     if mcp_rows:
         pick = rows.get("mcp_c16") or max(mcp_rows, key=lambda r: r["connections"])
@@ -423,6 +478,7 @@ def targets(rows: dict) -> list[dict]:
             pick["ratio"]["rps"],
             ">=",
             TARGET_MCP_RPS,
+            capacity(pick),
         )
     cmd = rows.get(COMMAND)
     if cmd:
@@ -431,6 +487,7 @@ def targets(rows: dict) -> list[dict]:
             cmd["ratio"]["handler_kit/pydantic"],
             "<=",
             TARGET_COMMAND,
+            cmd["ratio"]["cpu handler_kit/pydantic"],
         )
     return out
 
@@ -451,7 +508,10 @@ def print_report(result: dict) -> None:
         f"rounds {meta['rounds']}, {meta['duration_s']:.0f} s per load run, medians over rounds; "
         f"load average {meta['loadavg_start']} -> {meta['loadavg_end']}"
     )
-    header = f"{'row':<13}{'side':<24}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}  status"
+    header = (
+        f"{'row':<13}{'side':<24}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}"
+        f"{'cpu us/req':>12}{'util':>6}  status"
+    )
     for section in (WEBHOOK, MCP):
         keys = [k for k in rows if rows[k]["section"] == section]
         if not keys:
@@ -466,23 +526,30 @@ def print_report(result: dict) -> None:
                     note += ": " + s.get("reason", "")[:60]
                 log(
                     f"{k if who == 'base' else '':<13}{s['label']:<24}{_f(s['rps'], '.0f'):>10}"
-                    f"{_f(s['p50_ms'], '.2f'):>10}{_f(s['p99_ms'], '.2f'):>10}  {note}"
+                    f"{_f(s['p50_ms'], '.2f'):>10}{_f(s['p99_ms'], '.2f'):>10}"
+                    f"{_f(s['cpu_us_per_req'], '.0f'):>12}{_f(s['server_cpu_util'], '.2f'):>6}"
+                    f"  {note}"
                 )
             r = row["ratio"]
             log(
                 f"{'':<13}{'ratio handler-kit/base':<24}{_f(r['rps'], '.2f', 'x'):>10}"
                 f"{_f(r['p50'], '.2f', 'x'):>10}{_f(r['p99'], '.2f', 'x'):>10}"
+                f"{_f(r['cpu_per_req'], '.2f', 'x'):>12}"
             )
     cmd = rows.get(COMMAND)
     if cmd:
-        log(f"\n{'command case':<26}{'median ms':>10}{'min ms':>10}{'runs':>6}  status")
+        log(
+            f"\n{'command case':<26}{'median ms':>10}{'min ms':>10}{'cpu ms':>10}{'runs':>6}"
+            "  status"
+        )
         for case in cmd["cases"].values():
             note = case["status"] + (
                 ": " + case.get("reason", "")[:60] if case["status"] != "ok" else ""
             )
             log(
                 f"{case['label']:<26}{_f(case['median_ms'], '.1f'):>10}"
-                f"{_f(case['min_ms'], '.1f'):>10}{case['runs']:>6}  {note}"
+                f"{_f(case['min_ms'], '.1f'):>10}{_f(case['cpu_median_ms'], '.1f'):>10}"
+                f"{case['runs']:>6}  {note}"
             )
         for name, value in cmd["ratio"].items():
             log(f"{'ratio ' + name:<26}{_f(value, '.2f', 'x'):>10}")
@@ -491,6 +558,11 @@ def print_report(result: dict) -> None:
         log(
             f"  {t['result']:<5} {t['target']:<42} {_f(t['value'], '.2f', 'x'):>7} "
             f"(target {t['op']} {t['limit']}x)"
+            + (
+                f"   from CPU time: {t['cpu_based_value']:.2f}x"
+                if t["cpu_based_value"] is not None
+                else ""
+            )
         )
     log("=" * 78)
 
@@ -515,13 +587,14 @@ def write_chart(result: dict, path: Path) -> str | None:
         xs = range(len(keys))
         for offset, who in ((-0.2, "base"), (0.2, "handler_kit")):
             values = [rows[k][who][metric] or 0 for k in keys]
-            ax.bar(
+            drawn = ax.bar(
                 [x + offset for x in xs],
                 values,
                 0.4,
                 label=rows[keys[0]][who]["label"],
                 color=colors[who],
             )
+            ax.bar_label(drawn, fmt="%.0f" if metric == "rps" else "%.1f", fontsize=7)
         ax.set_xticks(list(xs), [f"{rows[k]['connections']} conn" for k in keys])
         ax.set_title(title)
         ax.legend(fontsize=8)
@@ -533,11 +606,12 @@ def write_chart(result: dict, path: Path) -> str | None:
     ax = axes[1][1]
     if cmd:
         cases = list(cmd["cases"].values())
-        ax.bar(
+        drawn = ax.bar(
             [c["label"] for c in cases],
             [c["median_ms"] or 0 for c in cases],
             color=["#bbbbbb", "#8c8c8c", "#2a7ab9"][: len(cases)],
         )
+        ax.bar_label(drawn, fmt="%.0f", fontsize=7)
         ax.set_title("command hook start-up: median wall ms (lower is better)")
         ax.tick_params(axis="x", labelsize=8)
     else:
@@ -601,6 +675,7 @@ def main(argv: list[str] | None = None) -> int:
         "rounds": args.rounds,
         "duration_s": args.duration,
         "webhook_path": args.webhook_path,
+        "serve_args": args.serve_arg,
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpus": os.cpu_count(),

@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -270,6 +271,7 @@ def test_compose(res: Results, args: argparse.Namespace) -> None:
         "REDIS_IMAGE": args.redis_image,
         "HANDLER_KIT_TOKENS": token,
         "HANDLER_KIT_TLS_DIR": str(tls_dir),
+        "HANDLER_KIT_WORKERS": "2",  # HANDLER_KIT_WORKERS reaches `serve`: 2 workers a replica
         "GATE1_PORT": str(ports["gate1"]),
         "GATE2_PORT": str(ports["gate2"]),
     }
@@ -328,6 +330,11 @@ def test_compose(res: Results, args: argparse.Namespace) -> None:
 
         res.check("compose: both replicas reach redis via HANDLER_KIT_IDEMPOTENCY_REDIS_URL",
                   redis_reachable)  # fmt: skip
+        # Not a check: keys appear only when a served handler is declared idempotent=True.
+        keys = podman(
+            "exec", compose_container(args.run_id, "redis"), "redis-cli", "dbsize", check=False
+        )
+        print(f"info redis keys after the calls: {(keys.stdout or keys.stderr).strip()}")
     finally:
         down = subprocess.run(
             [*compose, "down", "-t", "3"], env=env, capture_output=True, text=True, timeout=120
@@ -347,6 +354,8 @@ def main() -> int:
     parser.add_argument("--skip-compose", action="store_true")
     args = parser.parse_args()
 
+    # On SIGTERM, unwind through the finally blocks that stop the containers.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     res = Results()
     t0 = time.monotonic()
     try:

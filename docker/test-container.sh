@@ -153,16 +153,23 @@ fi
 
 # ---- 3. images under test --------------------------------------------------------------------
 # --format docker: the OCI format has no HEALTHCHECK, podman would drop it.
+# Every build here is labelled, so that what a rebuild leaves behind (the previous image and
+# its unreferenced cache layers) can be pruned without touching anybody else's images.
+BUILD_LABEL="org.handler-kit.container-test=1"
+build() {  # build NAME LOG ARGS...
+  local name=$1 logfile=$2
+  shift 2
+  podman build --format docker --label "$BUILD_LABEL" --build-arg "BASE=$BUILD_BASE" \
+    -t "$name" "$@" >"$logfile" 2>&1 || { tail -40 "$logfile" >&2; return 1; }
+}
 log "building $IMAGE from docker/Dockerfile"
 t0=$(date +%s)
-podman build --format docker -f docker/Dockerfile --build-arg "BASE=$BUILD_BASE" -t "$IMAGE" . \
-  >"$WORK/build.log" 2>&1 || { tail -40 "$WORK/build.log" >&2; setup_failed "podman build handler-kit"; }
+build "$IMAGE" "$WORK/build.log" -f docker/Dockerfile . || setup_failed "podman build handler-kit"
 log "built $IMAGE in $(($(date +%s) - t0))s"
-
 mkdir -p "$WORK/empty"
-podman build --format docker -f docker/redis.Containerfile --build-arg "BASE=$BUILD_BASE" \
-  -t "$REDIS_IMAGE_LOCAL" "$WORK/empty" >"$WORK/redis-build.log" 2>&1 \
-  || { tail -40 "$WORK/redis-build.log" >&2; setup_failed "podman build redis"; }
+build "$REDIS_IMAGE_LOCAL" "$WORK/redis-build.log" -f docker/redis.Containerfile "$WORK/empty" \
+  || setup_failed "podman build redis"
+podman image prune -f --filter "label=$BUILD_LABEL" >/dev/null 2>&1 || true
 
 # ---- 4. checks -------------------------------------------------------------------------------
 log "running the checks"

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from pydantic_core import to_json
+from pydantic_core import PydanticSerializationError, to_json
 
 from handler_kit.events import EVENT_MODELS, HookEvent, model_for
 from handler_kit.matchers import compile_matcher
@@ -120,7 +121,12 @@ def dump_json(value: Any) -> bytes:
     Compact UTF-8 by pydantic-core (already loaded for the models), several times faster than
     ``json.dumps`` on the hot path.
     """
-    return to_json(value)
+    try:
+        return to_json(value)
+    except PydanticSerializationError:
+        # a lone surrogate (a handler echoing a prompt that carried "\udc8f") has no UTF-8
+        # form; the stdlib escapes it as JSON allows. Anything else unserializable still raises.
+        return json.dumps(value, separators=(",", ":")).encode()
 
 
 AnswerObserver = Callable[[Answer, str, dict[str, Any]], None]

@@ -24,6 +24,12 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv[:1] == ["command"]:  # started once per tool call: its own lean parsing
+        from handler_kit.command import main as command_main
+
+        return command_main(argv[1:])
     import argparse
 
     parser = argparse.ArgumentParser(

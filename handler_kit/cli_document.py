@@ -119,8 +119,6 @@ def _claude_code(hook_app: Any, args: argparse.Namespace) -> int:
         from handler_kit.claude_settings import claude_code_hooks
     except ImportError as exc:
         return _fail(f"--format claude-code is not available in this install: {exc}")
-    if not args.command and not args.base_url:
-        return _fail("--format claude-code needs --base-url URL (http hooks) or --command")
     try:
         hooks = claude_code_hooks(
             hook_app, args.target, base_url=args.base_url, command=args.command

@@ -55,6 +55,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="serve without authentication (local development only)",
     )
+    # -- inspector (issue 8) --
+    parser.add_argument(
+        "--inspector",
+        action="store_true",
+        default=None,
+        help="serve the live /_inspector page of recent invocations (development; off by default)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,9 +74,16 @@ def run(args: argparse.Namespace) -> int:
         (args.require_event_header, "HANDLER_KIT_REQUIRE_EVENT_HEADER"),
         (args.no_mcp, "HANDLER_KIT_NO_MCP"),
         (args.insecure_no_auth, "HANDLER_KIT_INSECURE_NO_AUTH"),
+        (args.inspector, "HANDLER_KIT_INSPECTOR"),
     ):
         if flag:
             os.environ[name] = "1"
+    # issue 8: the inspector's session cookies must verify in every worker: one secret for all
+    inspector = os.environ.get("HANDLER_KIT_INSPECTOR", "").lower() in ("1", "true", "yes", "on")
+    if inspector:
+        import secrets
+
+        os.environ.setdefault("HANDLER_KIT_INSPECTOR_SECRET", secrets.token_urlsafe(32))
     if args.max_body_bytes is not None:
         os.environ["HANDLER_KIT_MAX_BODY_BYTES"] = str(args.max_body_bytes)
     if args.allowed_host:
@@ -101,6 +115,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"{hook_app.name}: {scheme}://{args.host}:{args.port}", flush=True)
     for route in describe_routes(hook_app):
         print(f"  {route}", flush=True)
+    if inspector:  # issue 8
+        print(f"  inspector: {scheme}://{args.host}:{args.port}/_inspector", flush=True)
 
     import uvicorn
 

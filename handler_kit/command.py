@@ -78,9 +78,54 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.error = _usage_error  # type: ignore[method-assign]
 
 
+def parse_fast(argv: list[str]) -> Any | None:
+    """The arguments of ``handler-kit command`` without argparse, or None to use argparse.
+
+    This process starts once per tool call and argparse (with gettext) is a measurable part
+    of its start-up; the grammar is four options. Anything unusual (``--help``, an unknown
+    option, a missing value) returns None and goes through argparse, with its messages.
+    """
+    from types import SimpleNamespace
+
+    args = SimpleNamespace(target=None, exit_codes=False, handler=None, log_file=None)
+    words = iter(argv)
+    for word in words:
+        name, eq, value = word.partition("=")
+        if word == "--exit-codes":
+            args.exit_codes = True
+        elif name in ("--handler", "--log-file"):
+            if not eq:
+                value = next(words, "")
+            if not value or value.startswith("-"):
+                return None
+            setattr(args, name[2:].replace("-", "_"), value)
+        elif word.startswith("-") or args.target is not None:
+            return None
+        else:
+            args.target = word
+    return args if args.target is not None else None
+
+
 def _usage_error(message: str) -> None:
     sys.stderr.write(f"handler-kit command: {message}\n")
     sys.exit(ERROR_EXIT)
+
+
+def main(argv: list[str]) -> int:
+    """``handler-kit command ARGV...``: parse (fast, or with argparse for anything unusual)
+    and run. Every usage error exits 1, never argparse's 2."""
+    args = parse_fast(argv)
+    if args is None:
+        import argparse
+
+        parser = argparse.ArgumentParser(
+            prog="handler-kit command",
+            description="Run a HookApp as a command hook: one hook input on stdin, "
+            "the answer on stdout (or as an exit code with --exit-codes).",
+        )
+        add_arguments(parser)
+        args = parser.parse_args(argv)
+    return run(args)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -92,30 +137,43 @@ def run(args: argparse.Namespace) -> int:
     root.setLevel(logging.DEBUG if debug else logging.WARNING)
     with _StdoutGuard() as guard:
         try:
-            code, out, err = _answer(args)
+            code, out, err, stuck = _answer(args)
         except CommandError as exc:
-            code, out, err = ERROR_EXIT, b"", f"handler-kit: {exc}"
+            code, out, err, stuck = ERROR_EXIT, b"", f"handler-kit: {exc}", False
         except Exception as exc:  # a bug of ours: still one line, still non-blocking
             logging.getLogger("handler_kit").debug("command failed", exc_info=True)
-            code, out, err = ERROR_EXIT, b"", f"handler-kit: internal error: {_one_line(exc)}"
+            message = f"handler-kit: internal error: {_one_line(exc)}"
+            code, out, err, stuck = ERROR_EXIT, b"", message, False
         finally:
             root.removeHandler(logs)
         chatter = [f"handler-kit: stdout of the app: {line}" for line in guard.chatter()]
         guard.write_stdout(out)
         lines = chatter + logs.lines(with_traceback=debug)
         _write_stderr(code, err, lines, args.log_file)
-    _leave_if_threads_linger(code)
+    if stuck:
+        _leave_now(code)
     return code
 
 
-def _answer(args: argparse.Namespace) -> tuple[int, bytes, str]:
-    """(exit code, stdout bytes, stderr message) for the input on stdin."""
+def _answer(args: argparse.Namespace) -> tuple[int, bytes, str, bool]:
+    """(exit code, stdout bytes, stderr message, a handler thread may still be running) for
+    the input on stdin."""
+    from handler_kit.app import TIMEOUT_MESSAGE
     from handler_kit.loader import LoadError, load_app
 
     try:
         app = load_app(args.target)
     except LoadError as exc:
         raise CommandError(str(exc)) from None
+    # -- operations (issue 6): audit trail and spans, written before exit; only when
+    # configured, so an unconfigured hook imports none of it (start-up time is measured).
+    if os.environ.get("HANDLER_KIT_AUDIT") or os.environ.get("HANDLER_KIT_OTEL"):
+        from handler_kit.operations import install_operations
+
+        try:
+            install_operations(app, transport="command")
+        except ValueError as exc:
+            raise CommandError(f"operations: {exc}") from None
     handlers = None
     if args.handler is not None:
         only = app.by_name.get(args.handler)
@@ -137,12 +195,15 @@ def _answer(args: argparse.Namespace) -> tuple[int, bytes, str]:
     if handlers is not None and not handlers[0].matches(event.matcher_value()):
         handlers = []  # its matcher does not match: no opinion, like POST /hooks/{name}
     answer = _run_answer(app, event, handlers)
+    # A handler cut off at its deadline may still be running in a worker thread.
+    stuck = any(i.error == TIMEOUT_MESSAGE for i in answer.invocations)
     if answer.failed:
         failures = "; ".join(f"{i.handler.name}: {i.error}" for i in answer.invocations)
-        return ERROR_EXIT, b"", f"handler-kit: every handler failed on {event_name} ({failures})"
+        message = f"handler-kit: every handler failed on {event_name} ({failures})"
+        return ERROR_EXIT, b"", message, stuck
     if args.exit_codes:
-        return _exit_code_answer(app, answer)
-    return OK_EXIT, answer.body + b"\n", ""
+        return (*_exit_code_answer(app, answer), stuck)
+    return OK_EXIT, answer.body + b"\n", "", stuck
 
 
 def _read_input() -> dict[str, Any]:
@@ -185,8 +246,8 @@ def _run_answer(app: HookApp, event: Any, handlers: Any) -> Answer:
     Not ``asyncio.run``: it waits for the default executor's threads on the way out, so a sync
     handler stuck past its deadline would hold the process until the runtime kills it, and a
     fail-closed gate's deny would turn into the runtime's fail-open timeout. Here the answer is
-    returned as soon as it is decided, and :func:`_leave_if_threads_linger` exits without
-    joining such threads.
+    returned as soon as it is decided (``loop.close()`` does not wait for the executor), and
+    :func:`_leave_now` exits without joining such a thread.
     """
     import asyncio
 
@@ -369,16 +430,13 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def _leave_if_threads_linger(code: int) -> None:
-    """Exit now if a handler thread outlived its deadline.
+def _leave_now(code: int) -> None:
+    """Exit at once: a handler thread outlived its deadline.
 
-    The interpreter joins worker threads on the way out, so a sync handler stuck in a call
+    The interpreter joins executor threads on the way out, so a sync handler stuck in a call
     would keep the process alive after its answer was written, until the runtime kills it.
     The answer is complete at this point: leave without waiting.
     """
-    import threading
-
-    if any(t.is_alive() and t is not threading.main_thread() for t in threading.enumerate()):
-        with contextlib.suppress(OSError, ValueError):
-            sys.stderr.flush()
-        os._exit(code)  # not sys.stdout.flush(): a stuck thread's print() must not follow
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.flush()
+    os._exit(code)  # not sys.stdout.flush(): a stuck thread's print() must not follow

@@ -6,15 +6,88 @@ Runtimes add fields to hook inputs release after release (``cwd``, ``permission_
 ``hook_event_name`` may be missing or null. Types are still checked where a field has one: a
 ``tool_name`` that is a number is a bad request, not something to guess about.
 
-Schemas are built on first use (``defer_build``): a command hook that handles one PreToolUse
-pays for one model, not forty.
+Schemas are built on first use (``defer_build``), and the classes of the Claude-Code-only events
+are only defined on first use (they live in :mod:`handler_kit._claude_events`): a command hook
+that handles one PreToolUse pays for a few classes and one schema, not forty.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+import importlib
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from handler_kit._claude_events import (
+        ConfigChange,
+        CwdChanged,
+        DirectoryAdded,
+        Elicitation,
+        ElicitationResult,
+        FileChanged,
+        InstructionsLoaded,
+        MessageDisplay,
+        Notification,
+        PermissionDenied,
+        PermissionRequest,
+        PostCompact,
+        PostToolBatch,
+        PostToolUseFailure,
+        PreCompact,
+        SessionEnd,
+        Setup,
+        StopFailure,
+        SubagentStart,
+        SubagentStop,
+        TaskCompleted,
+        TaskCreated,
+        TeammateIdle,
+        UserPromptExpansion,
+        WorktreeCreate,
+        WorktreeRemove,
+    )
+
+__all__ = [
+    "EVENT_MODELS",
+    "EVENT_NAMES",
+    "RUNBEAR_EVENTS",
+    "ConfigChange",
+    "CwdChanged",
+    "DirectoryAdded",
+    "Elicitation",
+    "ElicitationResult",
+    "FileChanged",
+    "HookEvent",
+    "InstructionsLoaded",
+    "MessageDisplay",
+    "Notification",
+    "PermissionDenied",
+    "PermissionRequest",
+    "PostCompact",
+    "PostToolBatch",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PreCompact",
+    "PreToolUse",
+    "SessionEnd",
+    "SessionStart",
+    "Setup",
+    "Stop",
+    "StopFailure",
+    "SubagentStart",
+    "SubagentStop",
+    "TaskCompleted",
+    "TaskCreated",
+    "TeammateIdle",
+    "UserPromptExpansion",
+    "UserPromptSubmit",
+    "WorktreeCreate",
+    "WorktreeRemove",
+    "model_for",
+    "parse_event",
+]
 
 _CONFIG = ConfigDict(extra="allow", defer_build=True, frozen=False, populate_by_name=True)
 
@@ -92,33 +165,6 @@ class PostToolUse(_ToolEvent):
     duration_ms: int | None = Field(None, description="How long the tool ran.")
 
 
-class PostToolUseFailure(_ToolEvent):
-    """After a tool call that failed."""
-
-    error: str | None = Field(None, description="Error message of the failed call.")
-    is_interrupt: bool | None = Field(None, description="Whether the user interrupted it.")
-
-
-class PostToolBatch(HookEvent):
-    """After a batch of parallel tool calls."""
-
-    tool_calls: list[Any] | None = Field(None, description="The calls of the batch.")
-
-
-class PermissionRequest(_ToolEvent):
-    """A permission prompt would be shown: allow or deny it."""
-
-    permission_suggestions: list[Any] | None = Field(
-        None, description="Permission updates the user could pick."
-    )
-
-
-class PermissionDenied(_ToolEvent):
-    """A tool call was denied by the permission system."""
-
-    reason: str | None = Field(None, description="Why the call was denied.")
-
-
 class Stop(HookEvent):
     """The reply is ready. A block sends the agent back to work, once."""
 
@@ -130,221 +176,86 @@ class Stop(HookEvent):
     session_crons: list[Any] | None = Field(None, description="Scheduled prompts.")
 
 
-class SubagentStop(Stop):
-    """A subagent finished. Same contract as Stop."""
-
-    matcher_field: ClassVar[str | None] = "agent_type"
-    agent_transcript_path: str | None = Field(None, description="The subagent's transcript.")
-
-
-class SubagentStart(HookEvent):
-    """A subagent starts. Context only."""
-
-    matcher_field: ClassVar[str | None] = "agent_type"
-
-
-class StopFailure(HookEvent):
-    """The turn ended on an API error."""
-
-    matcher_field: ClassVar[str | None] = "error"
-    error: str | None = Field(None, description="Error kind, e.g. rate_limit.")
-    error_details: str | None = Field(None, description="Error details.")
-    last_assistant_message: str | None = Field(None, description="The API error text.")
-
-
-class SessionEnd(HookEvent):
-    """The session ends."""
-
-    matcher_field: ClassVar[str | None] = "reason"
-    reason: str | None = Field(None, description="clear, resume, logout, prompt_input_exit...")
-
-
-class Setup(HookEvent):
-    """Repository setup (--init / --maintenance)."""
-
-    matcher_field: ClassVar[str | None] = "trigger"
-    trigger: str | None = Field(None, description="init or maintenance.")
-
-
-class InstructionsLoaded(HookEvent):
-    """An instructions file (CLAUDE.md...) was loaded."""
-
-    matcher_field: ClassVar[str | None] = "load_reason"
-    file_path: str | None = Field(None, description="The file loaded.")
-    memory_type: str | None = Field(None, description="User, Project, Local or Managed.")
-    load_reason: str | None = Field(None, description="Why it was loaded.")
-    globs: list[Any] | None = Field(None, description="Path globs of the file.")
-    trigger_file_path: str | None = Field(None, description="File that triggered the load.")
-    parent_file_path: str | None = Field(None, description="File that included it.")
-
-
-class UserPromptExpansion(HookEvent):
-    """A slash command or MCP prompt expands into a prompt."""
-
-    matcher_field: ClassVar[str | None] = "command_name"
-    expansion_type: str | None = Field(None, description="slash_command or mcp_prompt.")
-    command_name: str | None = Field(None, description="Name of the command.")
-    command_args: str | None = Field(None, description="Arguments of the command.")
-    command_source: str | None = Field(None, description="Where the command comes from.")
-
-
-class MessageDisplay(HookEvent):
-    """A message is displayed."""
-
-    message_id: str | None = Field(None, description="Identifier of the message.")
-    index: int | None = Field(None, description="Index of the chunk.")
-    final: bool | None = Field(None, description="Whether this is the last chunk.")
-    delta: str | None = Field(None, description="Text of the chunk.")
-
-
-class Notification(HookEvent):
-    """The agent shows a notification."""
-
-    matcher_field: ClassVar[str | None] = "notification_type"
-    message: str | None = Field(None, description="Notification text.")
-    title: str | None = Field(None, description="Notification title.")
-    notification_type: str | None = Field(None, description="Kind of notification.")
-
-
-class TaskCreated(HookEvent):
-    """A task is created."""
-
-    task_id: str | None = Field(None, description="Task identifier.")
-    task_subject: str | None = Field(None, description="Task subject.")
-    task_description: str | None = Field(None, description="Task description.")
-    teammate_name: str | None = Field(None, description="Teammate the task belongs to.")
-    team_name: str | None = Field(None, description="Deprecated team name.")
-
-
-class TaskCompleted(TaskCreated):
-    """A task is completed."""
-
-
-class TeammateIdle(HookEvent):
-    """A teammate is idle."""
-
-    teammate_name: str | None = Field(None, description="The idle teammate.")
-    team_name: str | None = Field(None, description="Deprecated team name.")
-
-
-class ConfigChange(HookEvent):
-    """A settings file changed."""
-
-    matcher_field: ClassVar[str | None] = "source"
-    source: str | None = Field(None, description="Which settings changed.")
-    file_path: str | None = Field(None, description="The settings file.")
-
-
-class CwdChanged(HookEvent):
-    """The working directory changed."""
-
-    old_cwd: str | None = Field(None, description="Previous directory.")
-    new_cwd: str | None = Field(None, description="New directory.")
-
-
-class DirectoryAdded(HookEvent):
-    """A directory was added to the workspace."""
-
-    matcher_field: ClassVar[str | None] = "source"
-    directory: str | None = Field(None, description="The directory.")
-    source: str | None = Field(None, description="slash_command or register_repo_root.")
-
-
-class FileChanged(HookEvent):
-    """A watched file changed."""
-
-    matcher_field: ClassVar[str | None] = "file_path"
-    file_path: str | None = Field(None, description="The file.")
-    event: str | None = Field(None, description="change, add or unlink.")
-
-
-class WorktreeCreate(HookEvent):
-    """A worktree is to be created."""
-
-    name: str | None = Field(None, description="Name of the worktree.")
-
-
-class WorktreeRemove(HookEvent):
-    """A worktree is removed."""
-
-    worktree_path: str | None = Field(None, description="Path of the worktree.")
-
-
-class PreCompact(HookEvent):
-    """Before context compaction."""
-
-    matcher_field: ClassVar[str | None] = "trigger"
-    trigger: str | None = Field(None, description="manual or auto.")
-    custom_instructions: str | None = Field(None, description="Instructions for the summary.")
-
-
-class PostCompact(HookEvent):
-    """After context compaction."""
-
-    matcher_field: ClassVar[str | None] = "trigger"
-    trigger: str | None = Field(None, description="manual or auto.")
-    compact_summary: str | None = Field(None, description="The summary.")
-
-
-class Elicitation(HookEvent):
-    """An MCP server asks the user for input."""
-
-    matcher_field: ClassVar[str | None] = "mcp_server_name"
-    mcp_server_name: str | None = Field(None, description="The asking MCP server.")
-    message: str | None = Field(None, description="The question.")
-    mode: str | None = Field(None, description="form or url.")
-    url: str | None = Field(None, description="URL, in url mode.")
-    elicitation_id: str | None = Field(None, description="Identifier of the elicitation.")
-    requested_schema: dict[str, Any] | None = Field(None, description="Schema of the form.")
-
-
-class ElicitationResult(HookEvent):
-    """The user answered an elicitation."""
-
-    matcher_field: ClassVar[str | None] = "mcp_server_name"
-    mcp_server_name: str | None = Field(None, description="The asking MCP server.")
-    action: str | None = Field(None, description="accept, decline or cancel.")
-    mode: str | None = Field(None, description="form or url.")
-    elicitation_id: str | None = Field(None, description="Identifier of the elicitation.")
-    content: dict[str, Any] | None = Field(None, description="The answer.")
-
-
-EVENT_MODELS: dict[str, type[HookEvent]] = {
-    cls.__name__: cls
-    for cls in (
-        SessionStart,
-        UserPromptSubmit,
-        PreToolUse,
-        PostToolUse,
-        Stop,
-        PostToolUseFailure,
-        PostToolBatch,
-        PermissionRequest,
-        PermissionDenied,
-        SubagentStart,
-        SubagentStop,
-        StopFailure,
-        SessionEnd,
-        Setup,
-        InstructionsLoaded,
-        UserPromptExpansion,
-        MessageDisplay,
-        Notification,
-        TaskCreated,
-        TaskCompleted,
-        TeammateIdle,
-        ConfigChange,
-        CwdChanged,
-        DirectoryAdded,
-        FileChanged,
-        WorktreeCreate,
-        WorktreeRemove,
-        PreCompact,
-        PostCompact,
-        Elicitation,
-        ElicitationResult,
-    )
+# Every event name, in the order of the docs; the models of the five Runbear events are defined
+# above, the others in handler_kit._claude_events, imported on first use (see _EventModels).
+EVENT_NAMES: tuple[str, ...] = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "Stop",
+    "PostToolUseFailure",
+    "PostToolBatch",
+    "PermissionRequest",
+    "PermissionDenied",
+    "SubagentStart",
+    "SubagentStop",
+    "StopFailure",
+    "SessionEnd",
+    "Setup",
+    "InstructionsLoaded",
+    "UserPromptExpansion",
+    "MessageDisplay",
+    "Notification",
+    "TaskCreated",
+    "TaskCompleted",
+    "TeammateIdle",
+    "ConfigChange",
+    "CwdChanged",
+    "DirectoryAdded",
+    "FileChanged",
+    "WorktreeCreate",
+    "WorktreeRemove",
+    "PreCompact",
+    "PostCompact",
+    "Elicitation",
+    "ElicitationResult",
+)
+_EAGER: dict[str, type[HookEvent]] = {
+    cls.__name__: cls for cls in (SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, Stop)
 }
+_LAZY_MODULE = "handler_kit._claude_events"
+
+
+class _EventModels(Mapping[str, "type[HookEvent]"]):
+    """``{event name: model}`` for every known event, defining a model only when it is asked for.
+
+    Creating a pydantic class costs about a millisecond even with ``defer_build`` (its fields are
+    collected at class creation); a command hook, a new process per tool call, should pay for the
+    models it uses, not for all of them. Iteration and ``in`` never import anything.
+    """
+
+    def __getitem__(self, name: str) -> type[HookEvent]:
+        model = _EAGER.get(name)
+        if model is not None:
+            return model
+        if name not in _NAME_SET:
+            raise KeyError(name)
+        return getattr(importlib.import_module(_LAZY_MODULE), name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in _NAME_SET
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(EVENT_NAMES)
+
+    def __len__(self) -> int:
+        return len(EVENT_NAMES)
+
+    def __repr__(self) -> str:
+        return f"EVENT_MODELS({', '.join(EVENT_NAMES)})"
+
+
+_NAME_SET = frozenset(EVENT_NAMES)
+EVENT_MODELS: Mapping[str, type[HookEvent]] = _EventModels()
+
+
+def __getattr__(name: str) -> Any:
+    """The Claude-Code-only event models, defined on first access (PEP 562)."""
+    if name in _NAME_SET:
+        return getattr(importlib.import_module(_LAZY_MODULE), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # The five events Runbear runs; the others are Claude Code's.
 RUNBEAR_EVENTS: tuple[str, ...] = (
@@ -358,7 +269,10 @@ RUNBEAR_EVENTS: tuple[str, ...] = (
 
 def model_for(event_name: str) -> type[HookEvent]:
     """The model of ``event_name``; the generic :class:`HookEvent` for an unknown name."""
-    return EVENT_MODELS.get(event_name, HookEvent)
+    model = _EAGER.get(event_name)
+    if model is not None:
+        return model
+    return EVENT_MODELS[event_name] if event_name in _NAME_SET else HookEvent
 
 
 def parse_event(data: dict[str, Any] | bytes | str) -> HookEvent:

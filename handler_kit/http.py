@@ -15,6 +15,7 @@ policy). Authentication (401) happens before this, in :mod:`handler_kit.server`.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -124,15 +125,20 @@ def parse_hook_input(body: bytes, event_name: str | None) -> HookEvent:
             return model_for(event_name).model_validate_json(body)
         except ValidationError as exc:
             first = exc.errors(include_url=False, include_input=False)[0]
-            if first["type"] == "json_invalid":
-                raise HTTPError(400, "malformed_json", "the body is not valid JSON") from None
-            if first["type"] == "model_type" and not first["loc"]:
+            if first["type"] != "json_invalid":
+                if first["type"] == "model_type" and not first["loc"]:
+                    raise HTTPError(
+                        400, "not_an_object", "the body must be a JSON object (a hook input)"
+                    ) from None
                 raise HTTPError(
-                    400, "not_an_object", "the body must be a JSON object (a hook input)"
+                    400,
+                    "invalid_event",
+                    "the hook input failed validation",
+                    validation_details(exc),
                 ) from None
-            raise HTTPError(
-                400, "invalid_event", "the hook input failed validation", validation_details(exc)
-            ) from None
+            # pydantic-core refuses some JSON that the stdlib (and Claude Code) accept, such
+            # as lone surrogate escapes ("\udc8f") seen in captured prompts: read the body the
+            # slow way below before calling it malformed.
     try:
         data = json.loads(body)
     except (ValueError, UnicodeDecodeError, RecursionError):
@@ -150,7 +156,7 @@ def parse_hook_input(body: bytes, event_name: str | None) -> HookEvent:
             [{"path": "hook_event_name", "message": "Field required (a non-empty string)"}],
         )
     try:
-        return model_for(name).model_validate(data)
+        return model_for(event_name or name).model_validate(data)
     except ValidationError as exc:
         raise HTTPError(
             400, "invalid_event", "the hook input failed validation", validation_details(exc)
@@ -233,7 +239,13 @@ class Webhook:
             if answer.timed_out:
                 raise HTTPError(500, "handler_timeout", "the handler did not answer in time")
             raise HTTPError(500, "handler_failed", "the handler failed; see the server log")
-        return answer.body
+        try:
+            return answer.body
+        except (TypeError, ValueError):  # an output holding a value JSON cannot carry
+            logging.getLogger("handler_kit").exception("the answer to %s is not JSON", name)
+            raise HTTPError(
+                500, "handler_failed", "the handler failed; see the server log"
+            ) from None
 
 
 def _too_large(limit: int) -> HTTPError:

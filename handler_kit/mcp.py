@@ -33,12 +33,15 @@ import contextlib
 import json
 import logging
 import os
+import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
+from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any
 
 import mcp_types as mt
 from mcp.server import Server
+from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.context import ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import (
@@ -50,6 +53,7 @@ from mcp.shared.inbound import InboundModernRoute, classify_inbound_request
 from mcp_types import DEFAULT_NEGOTIATED_VERSION
 from mcp_types.methods import validate_client_request
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, get_tracer_provider
 from pydantic import ValidationError
 from pydantic_core import from_json, to_json
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -119,21 +123,19 @@ def tool_input_schema(event: str, model: type[HookEvent]) -> dict[str, Any]:
     return schema
 
 
+# Keys of a schema that may be folded with null into ``type: [T, "null"]`` without loss.
 _FOLDABLE = frozenset({"type", "additionalProperties", "items"})
 
 
 def _compact(prop: dict[str, Any]) -> dict[str, Any]:
+    """One property of a pydantic schema, without titles and null defaults, nullables folded."""
     out = {k: v for k, v in prop.items() if k != "title"}
     if "default" in out and out["default"] is None:
         del out["default"]
     any_of = out.get("anyOf")
     if isinstance(any_of, list) and len(any_of) == 2 and {"type": "null"} in any_of:
         other = any_of[0] if any_of[1] == {"type": "null"} else any_of[1]
-        if isinstance(other.get("type"), str) and set(other) <= {
-            "type",
-            "additionalProperties",
-            "items",
-        }:
+        if isinstance(other.get("type"), str) and set(other) <= _FOLDABLE:
             del out["anyOf"]
             out = {**other, "type": [other["type"], "null"], **out}
     return out
@@ -282,31 +284,49 @@ def transport_security(allowed_hosts: Sequence[str] | None) -> TransportSecurity
 
     Each entry is a host name (``hooks.example.com``: accepted with any port or none), a
     ``host:port`` (that port only), or ``*`` (no Host/Origin check at all: for a server behind
-    an authenticating proxy that rewrites Host, where bearer auth already defeats rebinding).
-    Loopback names are always accepted. Origins follow the hosts, on http and https; a request
-    without an ``Origin`` (every server-side runtime) is never refused by it.
+    a proxy that sets its own Host, where bearer auth already defeats rebinding). Loopback names
+    are always accepted. Origins follow the hosts, on http and https; a request without an
+    ``Origin`` (every server-side runtime) is never refused for it. Anything else (a URL, a
+    ``*.example.com`` pattern the SDK cannot match) raises ``ValueError`` at start-up, rather
+    than refusing every request later.
     """
-    entries = [h.strip() for h in (allowed_hosts or ()) if h and h.strip()]
+    entries = [h.strip().lower() for h in (allowed_hosts or ()) if h and h.strip()]
     if ALL_HOSTS in entries:
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
     hosts: list[str] = []
     origins: list[str] = []
     for entry in [*LOOPBACK_HOSTS, *entries]:
-        host = entry.lower()
-        if "://" in host:
-            raise ValueError(f"allowed host {entry!r} must be a host name, not a URL")
-        has_port = host.rsplit("]", 1)[-1].count(":") == 1 and not host.endswith(":*")
-        forms = [host] if has_port else [host.removesuffix(":*"), host.removesuffix(":*") + ":*"]
+        name, port = _split_host(entry)
+        forms = [f"{name}:{port}"] if port else [name, f"{name}:*"]
         for form in forms:
             if form not in hosts:
                 hosts.append(form)
-            for scheme in ("http", "https"):
-                origin = f"{scheme}://{form}"
-                if origin not in origins:
-                    origins.append(origin)
+                origins.extend(f"{scheme}://{form}" for scheme in ("http", "https"))
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
     )
+
+
+_HOST_NAME = re.compile(r"(\[[0-9a-f:.]+\]|[a-z0-9]([a-z0-9_.-]*[a-z0-9])?)")
+
+
+def _split_host(entry: str) -> tuple[str, str | None]:
+    """``host`` / ``host:port`` / ``host:*`` / ``[v6]:port`` -> (host, port or None)."""
+    name, port = entry, None
+    if entry.startswith("["):
+        close = entry.find("]")
+        if close != -1 and entry[close + 1 : close + 2] == ":":
+            name, port = entry[: close + 1], entry[close + 2 :]
+    elif entry.count(":") == 1:
+        name, port = entry.split(":")
+    if port == "*":
+        port = None
+    if not _HOST_NAME.fullmatch(name) or (port is not None and not port.isdigit()):
+        raise ValueError(
+            f"allowed host {entry!r} is not supported: give a host name "
+            "(hooks.example.com), host:port, or * to accept any Host"
+        )
+    return name, port
 
 
 # -- fast path ----------------------------------------------------------------------------------
@@ -329,8 +349,11 @@ _ENVELOPE_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
 _CALL_PARAM_KEYS = frozenset({"name", "arguments", "_meta"})
 _LIST_PARAM_KEYS = frozenset({"_meta"})
 _MAX_SAFE_ID = 2**53
+_MAX_REMEMBERED = 1024
+_ROUTING_HEADERS = frozenset({b"mcp-protocol-version", b"mcp-method", b"mcp-name"})
 _ID_MARK = "@@handler-kit-id@@"
 _TEXT_MARK = "@@handler-kit-text@@"
+_UNTRACED = (ProxyTracerProvider, NoOpTracerProvider)
 _LEGACY_HEADERS = [(b"content-type", b"application/json")]  # + content-length, in that order
 Message = dict[str, Any]
 
@@ -366,8 +389,11 @@ class _Template:
         return parts[0] + self.encode(request_id) + parts[1] + self.encode(text) + parts[2]
 
 
-def _ascii_json(value: Any) -> bytes:
-    return json.dumps(value).encode()
+def _ascii_json(value: int | str) -> bytes:
+    """``json.dumps(value).encode()`` for an id or a text, without the encoder object."""
+    if type(value) is str:
+        return encode_basestring_ascii(value).encode()
+    return str(value).encode()
 
 
 class _FastPath:
@@ -393,9 +419,24 @@ class _FastPath:
         self.origins = frozenset(o for o in security.allowed_origins if not o.endswith(":*"))
         self.origin_prefixes = tuple(o[:-1] for o in security.allowed_origins if o.endswith(":*"))
         self.templates: dict[tuple[str, str, bool], _Template] = {}
+        self.valid_params: dict[tuple[str, str, str], bool] = {}
         self.max_body = DEFAULT_MAX_REQUEST_BODY_SIZE
 
     # -- request checks --
+
+    def usable(self) -> bool:
+        """Whether skipping the SDK's server middleware changes nothing observable.
+
+        The only middleware the SDK installs is its OpenTelemetry span per message, a no-op
+        until a tracer provider is configured: with tracing on (or any middleware added), every
+        request goes through the SDK so spans and middleware effects stay exactly the same.
+        """
+        middleware = self.mount.server.middleware
+        if len(middleware) > 1 or not all(
+            isinstance(m, OpenTelemetryMiddleware) for m in middleware
+        ):
+            return False
+        return isinstance(get_tracer_provider(), _UNTRACED)
 
     def headers_ok(self, scope: Scope) -> dict[bytes, bytes] | None:
         """The headers the SDK reads, when they pass its checks; None sends it to the SDK."""
@@ -452,7 +493,8 @@ class _FastPath:
         if method == "tools/call":
             if not isinstance(params, dict) or params.keys() - _CALL_PARAM_KEYS:
                 return False
-            spec = self.mount.tools.get(params.get("name"))  # type: ignore[arg-type]
+            name = params.get("name")
+            spec = self.mount.tools.get(name) if type(name) is str else None
             arguments = params.get("arguments")
             if spec is None or not (arguments is None or isinstance(arguments, dict)):
                 return False
@@ -465,24 +507,24 @@ class _FastPath:
         else:
             return False
         if modern:
-            text_headers = {k.decode(): v.decode("latin-1") for k, v in headers.items()}
-            verdict = classify_inbound_request(decoded, headers=text_headers)
+            routing = {
+                key.decode(): value.decode("latin-1")
+                for key, value in headers.items()
+                if key in _ROUTING_HEADERS
+            }
+            verdict = classify_inbound_request(decoded, headers=routing)
             if not isinstance(verdict, InboundModernRoute):
                 return False
             version = verdict.protocol_version
         elif version is None:
             version = DEFAULT_NEGOTIATED_VERSION
-        # The SDK validates params against the protocol version's schema before dispatch. The
-        # arguments are dict[str, Any] there, so any object passes: validate without them.
-        if spec is not None:
-            params = {**params, "arguments": {}}  # type: ignore[dict-item]
-        try:
-            validate_client_request(method, version, params)
-        except (ValidationError, KeyError, ValueError):
+        if not self.params_valid(method, version, params):
             return False
         try:
             template = self.template(method, version, modern, is_error=False)
-            error_template = self.template(method, version, modern, is_error=True)
+            error_template = (
+                self.template(method, version, modern, is_error=True) if spec else template
+            )
         except Exception:  # an SDK this path does not know: let the SDK serve everything
             logger.warning("MCP fast path disabled: cannot build response templates", exc_info=True)
             self.mount.fast_path = False
@@ -502,6 +544,34 @@ class _FastPath:
         await send({"type": "http.response.start", "status": 200, "headers": raw})
         await send({"type": "http.response.body", "body": body_out})
         return True
+
+    def params_valid(self, method: str, version: str, params: dict[str, Any] | None) -> bool:
+        """Whether the SDK's per-version params validation accepts ``params``.
+
+        By now ``name`` is a str naming a tool and ``arguments`` an object or absent, which the
+        schema accepts whatever they hold (``arguments`` is ``dict[str, Any]``); the answer
+        then depends on ``_meta`` alone, which a client sends the same on every call, so it is
+        remembered. ``repr`` is an exact key for JSON values (it tells 1, 1.0, True and "1"
+        apart).
+        """
+        meta = params.get("_meta") if params else None
+        key = (method, version, repr(meta))
+        known = self.valid_params.get(key)
+        if known is None:
+            probe: dict[str, Any] | None = params
+            if method == "tools/call":
+                probe = {"name": "t", "arguments": {}}
+                if params and "_meta" in params:
+                    probe["_meta"] = meta
+            try:
+                validate_client_request(method, version, probe)
+                known = True
+            except (ValidationError, KeyError, ValueError):
+                known = False
+            if len(self.valid_params) >= _MAX_REMEMBERED:
+                self.valid_params.clear()
+            self.valid_params[key] = known
+        return known
 
     # -- response templates --
 
@@ -680,7 +750,12 @@ class McpMount:
                 "handler-kit MCP endpoint called before its lifespan started: enter "
                 "McpMount.lifespan() in the server's lifespan (create_asgi_app does)"
             )
-        if self.fast_path and scope["type"] == "http" and scope["method"] == "POST":
+        if (
+            self.fast_path
+            and scope["type"] == "http"
+            and scope["method"] == "POST"
+            and self._fast.usable()
+        ):
             headers = self._fast.headers_ok(scope)
             if headers is not None:
                 body, messages = await _read_body(receive)

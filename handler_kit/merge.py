@@ -9,10 +9,10 @@ The rules, in document (registration) order:
 
 - every additionalContext is kept, each capped at 10,000 characters (Runbear injects it only
   on SessionStart, UserPromptSubmit and PostToolUse);
-- PreToolUse: the strictest decision wins (deny > defer > ask > allow; Runbear: ask is deny,
-  defer is ignored), with the first reason given for it; a failed fail-closed handler counts as
-  deny at its own position with a generic notice; updatedInput comes from the last handler that
-  set one and is dropped when the call is denied;
+- PreToolUse: the strictest decision wins (deny > defer > ask > allow; Runbear: defer is
+  ignored and a winning ask is then treated as deny), with the first reason given for it; a
+  failed fail-closed handler counts as deny at its own position with a generic notice;
+  updatedInput comes from the last handler that set one and is dropped when the call is denied;
 - events with a top-level decision: one block blocks, the first blocking reason is given; a
   failed fail-closed UserPromptSubmit handler blocks with the notice;
 - ``continue: false`` from any handler halts (first stopReason); other keys: first setter wins.
@@ -130,6 +130,8 @@ def merge(
             merged.reason = next(r for d, r in decisions if d == winner)
         else:
             merged.reason = next((r for d, r in decisions if d == winner and r is not None), None)
+        if runbear and winner == "ask":
+            merged.decision = "deny"  # ranked as ask (deny over ask), then treated as deny
     if merged.decision == "deny":
         merged.updated_input = None
     return merged
@@ -140,7 +142,7 @@ def _effective_decision(event: str, decision: str, runbear: bool) -> str | None:
     if event in ("PreToolUse", "PermissionRequest"):
         if not runbear:
             return decision
-        return {"allow": "allow", "deny": "deny", "ask": "deny"}.get(decision)  # defer ignored
+        return decision if decision in ("allow", "deny", "ask") else None  # defer ignored
     if decision == "block" and event in BLOCK_EVENTS:
         return "block"
     return None

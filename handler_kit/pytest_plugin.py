@@ -17,11 +17,12 @@ Installed with handler-kit (a ``pytest11`` entry point), so the fixtures are sim
   127.0.0.1 port (HTTPS with a throw-away CA by default) and returns the running server
   (``.url``, ``.token``, ``.ca_file``, ``.mcp_url``); it is stopped when the test ends.
 - ``hook_dispatcher(app, via="http", tls=True, document=None)`` starts ``app`` the same way and
-  returns a :class:`~handler_kit.dispatcher.Dispatcher` wired to it: the hooks document Runbear
-  would be given for the app (``via="http"``: one ``http`` handler per route; ``via="mcp"``: one
-  ``mcp_tool`` handler per tool, the server registered under the app's name), ``allow_private``
-  on (the server is on 127.0.0.1) and the CA trusted. The dispatcher's ``.server`` is the
-  running server and ``.thread_for(...)`` its threads.
+  returns a :class:`~handler_kit.dispatcher.Dispatcher` wired to it: the hooks document
+  ``handler-kit document`` generates for the app (``via="http"``: one ``http`` handler per
+  route; ``via="mcp"``: one ``mcp_tool`` handler per tool, the server registered under the
+  app's name; ``via="mixed"``: both, alternately), ``allow_private`` on (the server is on
+  127.0.0.1) and the CA trusted. The dispatcher's ``.server`` is the running server and
+  ``.document`` the validated document.
 
 pytest loads this module in every run of every project that has handler-kit installed, so it
 imports nothing heavy at module level: the server stack is imported when a fixture is used.
@@ -30,7 +31,6 @@ imports nothing heavy at module level: the server stack is imported when a fixtu
 from __future__ import annotations
 
 import contextlib
-import math
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from handler_kit.dispatcher import Dispatcher
     from handler_kit.testing import RunningServer
 
-Via = Literal["http", "mcp"]
+Via = Literal["http", "mcp", "mixed"]
 
 
 def mcp_server_name(app_name: str) -> str:
@@ -58,40 +58,40 @@ def hooks_document(
     via: Via = "http",
     server_name: str | None = None,
 ) -> dict[str, Any]:
-    """The Runbear hooks document that points at ``hook_app`` served at ``base_url``.
+    """The Runbear hooks document for ``hook_app`` served at ``base_url``, as
+    ``handler-kit document`` generates it (:func:`handler_kit.generate.runbear_document`).
 
-    One matcher group per handler of Runbear's five events, in registration order: an ``http``
-    handler posting to ``/hooks/{name}`` with the bearer token, or an ``mcp_tool`` handler
-    calling the tool ``{name}`` with every field of the event passed through a template
-    (the tool's schema declares them all). Timeouts and ``failClosed`` follow the decorator.
+    ``via="http"``: one ``http`` handler per route, with the bearer token; ``via="mcp"``: one
+    ``mcp_tool`` handler per tool on the Custom MCP server ``server_name``; ``via="mixed"``:
+    alternately one and the other in document order (first http), so one document exercises
+    both transports and their merge.
     """
-    from handler_kit.events import RUNBEAR_EVENTS, model_for
+    from handler_kit.generate import runbear_document
 
-    hooks: dict[str, list[dict[str, Any]]] = {}
-    for handler in hook_app.handlers:
-        if handler.event not in RUNBEAR_EVENTS:
-            continue
-        entry: dict[str, Any]
-        if via == "http":
-            entry = {"type": "http", "url": f"{base_url.rstrip('/')}/hooks/{handler.name}"}
-            if token:
-                entry["headers"] = {"Authorization": f"Bearer {token}"}
-        else:
-            fields = [f for f in model_for(handler.event).model_fields if f != "hook_event_name"]
-            entry = {
-                "type": "mcp_tool",
-                "server": server_name or mcp_server_name(hook_app.name),
-                "tool": handler.name,
-                "input": {f: f"${{{f}}}" for f in fields},
-            }
-        entry["timeout"] = max(1, min(10, math.ceil(handler.timeout)))
-        if handler.fail_closed and handler.event in ("UserPromptSubmit", "PreToolUse"):
-            entry["failClosed"] = True
-        group: dict[str, Any] = {"hooks": [entry]}
-        if handler.matcher and handler.event not in ("UserPromptSubmit", "Stop"):
-            group["matcher"] = handler.matcher
-        hooks.setdefault(handler.event, []).append(group)
-    return {"hooks": hooks}
+    server = server_name or mcp_server_name(hook_app.name)
+    authorization = f"Bearer {token}" if token else "Bearer "
+
+    def generate(transport: Literal["http", "mcp"]) -> dict[str, Any]:
+        return runbear_document(
+            hook_app,
+            transport=transport,
+            base_url=base_url,
+            mcp_server=server,
+            authorization=authorization,
+        ).document
+
+    if via != "mixed":
+        return generate(via)
+    over_http, over_mcp = generate("http"), generate("mcp")
+    mixed: dict[str, list[dict[str, Any]]] = {}
+    position = 0  # across the whole document, so one handler per event still mixes
+    for event, groups in over_http["hooks"].items():
+        for i, group in enumerate(groups):
+            mixed.setdefault(event, []).append(
+                group if position % 2 == 0 else over_mcp["hooks"][event][i]
+            )
+            position += 1
+    return {"hooks": mixed}
 
 
 @pytest.fixture
@@ -115,6 +115,7 @@ def hook_dispatcher(
 ) -> Iterator[Callable[..., Dispatcher]]:
     """Factory fixture: ``hook_dispatcher(app, via="http", tls=True, document=None)`` -> a
     :class:`~handler_kit.dispatcher.Dispatcher` in front of ``app`` on a real port."""
+
     def make(
         hook_app: HookApp,
         *,

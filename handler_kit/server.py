@@ -52,10 +52,17 @@ class ServerConfig:
     routes: list[Any] = field(default_factory=list)
     public_paths: set[str] = field(default_factory=set)
     lifespan_contexts: list[LifespanContext] = field(default_factory=list)
+    # Operations (issue 6): audit trail, /metrics, tracing, idempotency store; an
+    # handler_kit.operations.OperationsConfig, None for none. from_env reads HANDLER_KIT_AUDIT...
+    operations: Any = None
+    # Inspector (issue 8): serve the /_inspector page (handler_kit.inspector); off by default.
+    inspector: bool = False
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None, **overrides: Any) -> ServerConfig:
         """Read the configuration from ``HANDLER_KIT_*`` variables; keyword overrides win."""
+        from handler_kit.operations import OperationsConfig
+
         env = os.environ if environ is None else environ
         config = cls(
             tokens=_split(env.get("HANDLER_KIT_TOKENS", "")),
@@ -67,6 +74,8 @@ class ServerConfig:
             mcp_stateless=not _flag(env.get("HANDLER_KIT_MCP_STATEFUL")),
             mcp_json_response=not _flag(env.get("HANDLER_KIT_MCP_SSE")),
             allowed_hosts=_split(env.get("HANDLER_KIT_ALLOWED_HOSTS", "")) or None,
+            operations=OperationsConfig.from_env(env),  # issue 6: HANDLER_KIT_AUDIT...
+            inspector=_flag(env.get("HANDLER_KIT_INSPECTOR")),  # issue 8
         )
         for key, value in overrides.items():
             setattr(config, key, value)
@@ -154,6 +163,22 @@ class HandlerKitASGI:
         ).encode()
         routes = list(config.routes)
         contexts = list(config.lifespan_contexts)
+        # -- inspector (issue 8): the opt-in /_inspector page. Before the operations: it adds
+        # a SQLite audit sink to read when the configured trail has none.
+        if config.inspector:
+            from handler_kit.inspector import create_inspector
+
+            inspector = create_inspector(hook_app, config, self.auth)
+            routes.extend(inspector.routes)
+            contexts.append(inspector.lifespan)
+            self.public_paths = self.public_paths | inspector.public_paths
+        # -- operations (issue 6): audit observer, /metrics, tracing, idempotency wrapper,
+        # and the lifespan context that flushes the audit trail on shutdown.
+        from handler_kit.operations import install_operations
+
+        operations = install_operations(hook_app, config)
+        routes.extend(operations.routes)
+        contexts.extend(operations.lifespan_contexts)
         self.mcp_mount = None
         if config.mcp:
             from starlette.routing import Route

@@ -104,7 +104,7 @@ class HookClient:
     ) -> HookClient:
         """Over real HTTP(S) to a running server at ``url`` (its base, e.g. https://host)."""
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        verify: Any = str(ca_file) if ca_file else True
+        verify: Any = _verify(ca_file)
         return cls(httpx.Client(base_url=url, headers=headers, verify=verify, timeout=timeout))
 
     def send(
@@ -176,9 +176,18 @@ class RunningServer:
         return httpx.Client(
             base_url=self.url,
             headers={"Authorization": f"Bearer {self.token}"},
-            verify=self.ca_file or True,
+            verify=_verify(self.ca_file),
             **options,
         )
+
+
+def _verify(ca_file: str | Path | None) -> Any:
+    """httpx's ``verify`` for a CA file (a path string is deprecated since httpx 0.28)."""
+    if not ca_file:
+        return True
+    import ssl
+
+    return ssl.create_default_context(cafile=str(ca_file))
 
 
 @contextlib.contextmanager
@@ -213,7 +222,9 @@ def running_server(
             cert = ensure_dev_certificate(folder)
             ssl = {"ssl_certfile": str(cert.cert_file), "ssl_keyfile": str(cert.key_file)}
             ca_file = str(cert.ca_file)
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # IPPROTO_TCP explicitly: asyncio only sets TCP_NODELAY on sockets whose proto says TCP,
+        # and without it every keep-alive response stalls ~40 ms (Nagle + delayed ACK)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, 0))
         port = sock.getsockname()[1]

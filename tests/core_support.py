@@ -70,7 +70,7 @@ class Process:
     """A subprocess whose combined output goes to a file, readable while it runs."""
 
     def __init__(self, argv: list[str], env: dict[str, str], cwd: Path = REPO) -> None:
-        self._log = tempfile.TemporaryFile(mode="w+b")
+        self._log = tempfile.TemporaryFile(mode="w+b")  # noqa: SIM115 (closed in stop())
         self.proc = subprocess.Popen(
             argv, env=env, cwd=cwd, stdout=self._log, stderr=subprocess.STDOUT
         )
@@ -96,9 +96,7 @@ class Process:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise AssertionError(
-                    f"server exited with {self.proc.returncode}:\n{self.output()}"
-                )
+                raise AssertionError(f"server exited with {self.proc.returncode}:\n{self.output()}")
             try:
                 if httpx.get(f"{url}/healthz", verify=verify, timeout=2).status_code == 200:
                     return

@@ -65,9 +65,7 @@ def serve(app: Any, tls: Tls | None) -> Iterator[int]:
     server = uvicorn.Server(
         uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2, **ssl)
     )
-    thread = threading.Thread(
-        target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True
-    )
+    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True)
     thread.start()
     try:
         for _ in range(1000):
@@ -113,6 +111,7 @@ class ScriptServer:
         big: int = 0,
         big_declared: bool = False,
         location: str | None = None,
+        context_length: int = 0,
         base: str | None = None,
     ) -> str:
         query: dict[str, Any] = {"status": status}
@@ -128,6 +127,8 @@ class ScriptServer:
             query["declared"] = 1
         if location:
             query["location"] = location
+        if context_length:
+            query["ctxlen"] = context_length
         return f"{base or self.base}/h/{quote(name)}?{urlencode(query)}"
 
     def reset(self) -> None:
@@ -199,7 +200,13 @@ class ScriptServer:
                     await send({"type": "http.response.body", "body": piece, "more_body": True})
                 await send({"type": "http.response.body", "body": b""})
                 return
-            if "raw" in query:
+            if "ctxlen" in query:
+                text = "x" * int(query["ctxlen"])
+                event = headers.get("x-runbear-hook-event", "")
+                payload = json.dumps(
+                    {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+                ).encode()
+            elif "raw" in query:
                 payload = query["raw"].encode()
             elif "body" in query:
                 payload = query["body"].encode()
@@ -219,7 +226,9 @@ class ScriptServer:
 
 @dataclass
 class McpRecorder:
+    url: str = ""
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    authorizations: list[str] = field(default_factory=list)
 
     def named(self, tool: str) -> list[dict[str, Any]]:
         return [args for name, args in self.calls if name == tool]
@@ -293,6 +302,28 @@ def build_mcp_app(recorder: McpRecorder) -> Any:
         record("plain", text=text)
         return text or ""
 
+    canned_answers = {
+        "json_context": "\n  "
+        + json.dumps(
+            {
+                "hookSpecificOutput": {
+                    "hookEventName": "UserPromptSubmit",
+                    "additionalContext": "from JSON",
+                }
+            }
+        ),
+        "bad_decision": json.dumps(
+            {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "maybe"}}
+        ),
+        "curly": "{curly but not JSON",
+    }
+
+    def canned(name: str) -> str:
+        """A fixed answer (JSON-looking strings cannot pass through an argument: the SDK
+        pre-parses JSON-looking string arguments)."""
+        record("canned", name=name)
+        return canned_answers[name]
+
     def broken() -> str:
         """Always fails: an isError result."""
         raise ToolError("the context store is down")
@@ -302,7 +333,7 @@ def build_mcp_app(recorder: McpRecorder) -> Any:
         await asyncio.sleep(2)
         return "late"
 
-    for fn in (load_user_context, review_reply, echo, policy, plain, broken, slow):
+    for fn in (load_user_context, review_reply, echo, policy, plain, canned, broken, slow):
         server.add_tool(fn, structured_output=False)
 
     mcp_asgi = server.streamable_http_app(
@@ -316,4 +347,55 @@ def build_mcp_app(recorder: McpRecorder) -> Any:
         async with server.session_manager.run():
             yield
 
-    return Starlette(routes=[Mount("/", app=mcp_asgi)], lifespan=lifespan)
+    async def recording(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            for key, value in scope["headers"]:
+                if key == b"authorization":
+                    recorder.authorizations.append(value.decode())
+        await mcp_asgi(scope, receive, send)
+
+    return Starlette(routes=[Mount("/", app=recording)], lifespan=lifespan)
+
+
+# -- building documents and answers ---------------------------------------------------------
+
+
+def document(event: str, *handlers: dict[str, Any], matcher: str | None = None) -> dict[str, Any]:
+    """A document with one group of ``handlers`` on ``event``."""
+    group: dict[str, Any] = {"hooks": list(handlers)}
+    if matcher is not None:
+        group["matcher"] = matcher
+    return {"hooks": {event: [group]}}
+
+
+# Handlers get the 10 s ceiling unless a test is about timeouts: a loaded 2-core CI machine
+# must not turn a slow TLS handshake into a failed rule. ``timeout=None`` leaves it unset.
+def http(url: str, *, timeout: int | None = 10, **fields: Any) -> dict[str, Any]:
+    handler = {"type": "http", "url": url, **fields}
+    if timeout is not None:
+        handler["timeout"] = timeout
+    return handler
+
+
+def mcp_tool(tool: str, *, timeout: int | None = 10, **fields: Any) -> dict[str, Any]:
+    handler = {"type": "mcp_tool", "server": "ctx", "tool": tool, **fields}
+    if timeout is not None:
+        handler["timeout"] = timeout
+    return handler
+
+
+def permission(decision: str, reason: str | None = None, **extra: Any) -> dict[str, Any]:
+    """A PreToolUse answer."""
+    specific: dict[str, Any] = {"hookEventName": "PreToolUse", "permissionDecision": decision}
+    if reason is not None:
+        specific["permissionDecisionReason"] = reason
+    specific.update(extra)
+    return {"hookSpecificOutput": specific}
+
+
+def context(event: str, text: str) -> dict[str, Any]:
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+
+
+def block(reason: str) -> dict[str, Any]:
+    return {"decision": "block", "reason": reason}

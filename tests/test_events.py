@@ -24,6 +24,7 @@ from handler_kit.events import (
     UserPromptSubmit,
     model_for,
 )
+from handler_kit.server import ServerConfig
 from handler_kit.testing import running_server
 
 INPUTS = input_files()
@@ -80,7 +81,9 @@ def test_corpus_inputs_accepted_by_the_real_webhook():
         async def record(event: HookEvent) -> None:
             seen.append((event.hook_event_name, type(event)))
 
-    with running_server(hooks) as server, server.http() as http:
+    # no /mcp: 31 MCP tools' schemas are start-up work this test is not about
+    config = ServerConfig(tokens=["corpus-token-0123456789abcdef"], mcp=False)
+    with running_server(hooks, config=config) as server, server.http() as http:
         for path in INPUTS:
             name = path.parent.name
             for headers in ({"X-Runbear-Hook-Event": name}, {}):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 import logging
 import ssl
 import time
@@ -47,8 +48,13 @@ SESSION_START_SOURCE = "startup"  # how every Runbear session starts
 UNMATCHED_EVENTS = frozenset({"UserPromptSubmit", "Stop"})  # a matcher there is ignored
 
 
+@functools.lru_cache(maxsize=16)
 def ssl_context(ca_file: str | None = None) -> ssl.SSLContext:
-    """The default trust (certifi, as httpx uses) plus ``ca_file``: a test CA, e.g. trustme's."""
+    """The default trust (certifi, as httpx uses) plus ``ca_file``: a test CA, e.g. trustme's.
+
+    Cached: loading the default trust store takes ~100 ms, and a test suite builds many
+    dispatchers. The context is never modified after it is built, so sharing it is safe.
+    """
     import certifi
 
     context = ssl.create_default_context(cafile=certifi.where())
@@ -327,6 +333,7 @@ class Dispatcher:
                 resolver=self._resolver,
             )
             report.http_status = result.status_code
+            report.http_body = result.body
             ok, output, error = result.ok, result.output, result.error
         else:
             mcp = await call_mcp_tool(

@@ -38,6 +38,7 @@ class HandlerReport:
     # What the mcp_tool handler was called with, after templates and schema filtering.
     arguments: dict[str, Any] | None = None
     http_status: int | None = None
+    http_body: bytes | None = None  # what was read of the response (at most 1 MB)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -1,0 +1,335 @@
+"""The inspector's routes: the page, the login form, the JSON API, the static assets.
+
+Authentication is done here rather than by the server's outer layer, because a browser
+cannot send a bearer header with a page load: every ``/_inspector`` path is declared public
+to the outer layer (``ServerConfig.public_paths``, exact paths, so nothing else is opened) and
+each route accepts either ``Authorization: Bearer`` (checked by the server's own
+authenticator: curl, scripts) or the session cookie that the login form sets after checking a
+token with that same authenticator (:mod:`handler_kit.inspector.session`). The static assets
+are the only routes served without either: they are the same for everyone and hold no data.
+
+Records are read from a store with the query API of
+:class:`handler_kit.audit_sqlite.AuditStore` (``recent(limit, since_id=..., **filters)`` and
+``get(event_id)``); its queries are blocking SQLite calls, so they run in a worker thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import parse_qs, quote
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from handler_kit.auth import AuthError, BearerAuth
+from handler_kit.inspector import render
+from handler_kit.inspector.session import COOKIE_NAME, SessionSigner, jwt_expiry, session_secret
+
+logger = logging.getLogger("handler_kit.inspector")
+
+BASE = render.BASE
+ASSETS = Path(__file__).resolve().parent
+STATIC = {
+    "inspector.js": "text/javascript; charset=utf-8",
+    "inspector.css": "text/css; charset=utf-8",
+}
+FILTERS = ("event", "decision", "status", "kind")
+PAGE_LIMIT = 200
+SPARK_POINTS = 40
+SPARK_SCAN = 1000
+MAX_LOGIN_BODY = 8 * 1024
+SECURITY_HEADERS = {
+    "Cache-Control": "no-store",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    ),
+}
+
+
+class RecordStore(Protocol):
+    """What the inspector reads: the query API of the audit trail's SQLite sink."""
+
+    def recent(
+        self, limit: int = 50, *, since_id: int | None = None, **filters: str | None
+    ) -> list[dict[str, Any]]: ...
+
+    def get(self, event_id: str) -> dict[str, Any] | None: ...
+
+
+class Inspector:
+    """The ``/_inspector`` routes over ``store``, guarded by ``auth`` (None: no auth, as the
+    rest of a server started with ``--insecure-no-auth``)."""
+
+    def __init__(
+        self,
+        store: RecordStore,
+        *,
+        auth: BearerAuth | None,
+        app_name: str = "handler-kit",
+        signer: SessionSigner | None = None,
+        source: str = "audit trail",
+        close_store: Callable[[], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.auth = auth
+        self.app_name = app_name
+        self.signer = signer or SessionSigner(session_secret())
+        self.source = source
+        self._close_store = close_store
+        self._static = {name: (ASSETS / name).read_bytes() for name in STATIC}
+        self.routes = [
+            Route(BASE, self.page, methods=["GET"]),
+            Route(f"{BASE}/login", self.login, methods=["GET", "POST"]),
+            Route(f"{BASE}/logout", self.logout, methods=["POST"]),
+            Route(f"{BASE}/api/records", self.api_records, methods=["GET"]),
+            Route(f"{BASE}/api/record", self.api_record, methods=["GET"]),
+            Route(f"{BASE}/api/sparklines", self.api_sparklines, methods=["GET"]),
+            *(Route(f"{BASE}/static/{name}", self.static, methods=["GET"]) for name in STATIC),
+        ]
+        # exact paths: the outer layer leaves these to the checks below, and nothing else
+        self.public_paths = {route.path for route in self.routes} | {f"{BASE}/"}
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            if self._close_store is not None:
+                self._close_store()
+
+    # -- authentication ---------------------------------------------------------------------
+
+    async def principal(self, request: Request) -> str | None:
+        """Who is asking: a valid bearer header, else a valid session cookie, else None.
+
+        A bearer header that fails is a failure, not a reason to look at the cookie: a script
+        with a revoked token must see a 401, whatever its cookie jar holds.
+        """
+        if self.auth is None:
+            return "anonymous"
+        authorization = request.headers.get("authorization")
+        if authorization is not None:
+            try:
+                return await self.auth.authenticate(authorization.encode("latin-1"))
+            except (AuthError, UnicodeEncodeError):
+                return None
+        return self.signer.principal(request.cookies.get(COOKIE_NAME))
+
+    async def check_token(self, token: str) -> str | None:
+        """The principal of a token typed into the login form, checked by the server's own
+        authenticator (static tokens or JWT: whatever the webhook accepts)."""
+        if self.auth is None:
+            return "anonymous"
+        token = token.strip()
+        if not token:
+            return None
+        try:
+            return await self.auth.authenticate(b"Bearer " + token.encode("utf-8"))
+        except AuthError:
+            return None
+
+    @staticmethod
+    def _unauthorized() -> Response:
+        return _json(
+            {"error": "unauthorized", "message": "log in at /_inspector/login or send a token"},
+            401,
+            {"WWW-Authenticate": 'Bearer realm="handler-kit"'},
+        )
+
+    # -- pages ------------------------------------------------------------------------------
+
+    async def page(self, request: Request) -> Response:
+        if await self.principal(request) is None:
+            target = BASE + (f"?{request.url.query}" if request.url.query else "")
+            return _redirect(f"{BASE}/login?next={quote(target, safe='')}")
+        filters = _filters(request.query_params)
+        records = await run_in_threadpool(self._recent, filters, None, PAGE_LIMIT)
+        series = await run_in_threadpool(self._series)
+        html = render.page(
+            app_name=self.app_name,
+            records=records,
+            filters=filters,
+            series=series,
+            events={r.get("event") for r in records if isinstance(r.get("event"), str)},
+            logged_in=self.auth is not None,
+            source=self.source,
+        )
+        return _html(html)
+
+    async def login(self, request: Request) -> Response:
+        if request.method == "GET":
+            next_path = _safe_next(request.query_params.get("next"))
+            if await self.principal(request) is not None:
+                return _redirect(next_path)
+            return _html(render.login_page(app_name=self.app_name, next_path=next_path))
+        body = await _read_limited(request, MAX_LOGIN_BODY)
+        if body is None:
+            return _html(render.login_page(app_name=self.app_name, error="Request too large."), 413)
+        form = parse_qs(body.decode("utf-8", "replace"), max_num_fields=4)
+        token = (form.get("token") or [""])[0]
+        next_path = _safe_next((form.get("next") or [None])[0])
+        principal = await self.check_token(token)
+        expires = jwt_expiry(token.strip())
+        lifetime = self.signer.max_age if expires is None else int(expires - time.time())
+        if principal is None or lifetime <= 0:
+            logger.warning("inspector login refused from %s", _client(request))
+            page = render.login_page(
+                app_name=self.app_name, error="That token was not accepted.", next_path=next_path
+            )
+            return _html(page, 401)
+        response = _redirect(next_path)
+        lifetime = min(lifetime, self.signer.max_age)
+        response.set_cookie(
+            COOKIE_NAME,
+            self.signer.issue(principal, max_age=lifetime),
+            max_age=lifetime,
+            path=BASE,
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+        )
+        logger.info("inspector login: %s from %s", principal, _client(request))
+        return response
+
+    async def logout(self, request: Request) -> Response:
+        response = _redirect(f"{BASE}/login")
+        response.delete_cookie(
+            COOKIE_NAME,
+            path=BASE,
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+        )
+        return response
+
+    async def static(self, request: Request) -> Response:
+        name = request.url.path.rsplit("/", 1)[-1]
+        return Response(
+            self._static[name],
+            media_type=STATIC[name],
+            headers={**SECURITY_HEADERS, "Cache-Control": "no-cache"},
+        )
+
+    # -- JSON API ---------------------------------------------------------------------------
+
+    async def api_records(self, request: Request) -> Response:
+        """``?since_id=N&event=&decision=&status=&kind=&limit=``: newest first."""
+        if await self.principal(request) is None:
+            return self._unauthorized()
+        params = request.query_params
+        try:
+            since_id = int(params["since_id"]) if params.get("since_id") else None
+            limit = min(max(int(params.get("limit") or PAGE_LIMIT), 1), PAGE_LIMIT)
+        except ValueError:
+            return _json(
+                {"error": "bad_request", "message": "since_id and limit are integers"}, 400
+            )
+        filters = _filters(params)
+        records = await run_in_threadpool(self._recent, filters, since_id, limit)
+        ids = [r["id"] for r in records if isinstance(r.get("id"), int)]
+        return _json(
+            {
+                "records": [render.summary(r) for r in records],
+                "last_id": max(ids, default=since_id or 0),
+            }
+        )
+
+    async def api_record(self, request: Request) -> Response:
+        """``?event_id=...``: one record whole (input and output as the audit trail
+        recorded them, redacted by its rules), with its handler calls for an answer."""
+        if await self.principal(request) is None:
+            return self._unauthorized()
+        event_id = request.query_params.get("event_id", "")
+        if not event_id or len(event_id) > 200:
+            return _json({"error": "bad_request", "message": "event_id is required"}, 400)
+        record = await run_in_threadpool(self.store.get, event_id)
+        if record is None:
+            return _json({"error": "not_found", "message": f"no record {event_id}"}, 404)
+        return _json(record)
+
+    async def api_sparklines(self, request: Request) -> Response:
+        """Latency of each handler's recent calls (oldest first), data and SVG markup."""
+        if await self.principal(request) is None:
+            return self._unauthorized()
+        series = await run_in_threadpool(self._series)
+        return _json({"handlers": series, "html": render.sparklines(series)})
+
+    # -- queries ----------------------------------------------------------------------------
+
+    def _recent(
+        self, filters: Mapping[str, str | None], since_id: int | None, limit: int
+    ) -> list[dict[str, Any]]:
+        return self.store.recent(limit, since_id=since_id, **filters)
+
+    def _series(self) -> dict[str, list[float]]:
+        """Each handler's last :data:`SPARK_POINTS` latencies, oldest first."""
+        series: dict[str, list[float]] = {}
+        for record in self.store.recent(SPARK_SCAN, kind="invocation"):
+            name, latency = record.get("handler"), record.get("latency_ms")
+            if not isinstance(name, str) or not isinstance(latency, int | float):
+                continue
+            points = series.setdefault(name, [])
+            if len(points) < SPARK_POINTS:
+                points.append(float(latency))
+        return {name: points[::-1] for name, points in series.items()}
+
+
+def _filters(params: Mapping[str, str]) -> dict[str, str | None]:
+    """The known filters of a query string; empty or oversized values mean "all"."""
+    out: dict[str, str | None] = {}
+    for key in FILTERS:
+        value = params.get(key)
+        out[key] = value if value and len(value) <= 100 else None
+    return out
+
+
+def _safe_next(value: str | None) -> str:
+    """Where to go after logging in: an inspector path only, never another site."""
+    if value and value.startswith(BASE) and "//" not in value and "\\" not in value:
+        return value
+    return BASE
+
+
+async def _read_limited(request: Request, limit: int) -> bytes | None:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _client(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+def _html(text: str, status: int = 200) -> HTMLResponse:
+    return HTMLResponse(text, status_code=status, headers=SECURITY_HEADERS)
+
+
+def _json(data: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
+    body = json.dumps(data, ensure_ascii=False, default=str).encode()
+    return Response(
+        body,
+        status_code=status,
+        media_type="application/json",
+        headers={**SECURITY_HEADERS, **(headers or {})},
+    )
+
+
+def _redirect(location: str) -> RedirectResponse:
+    return RedirectResponse(location, status_code=303, headers=SECURITY_HEADERS)

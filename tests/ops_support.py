@@ -1,0 +1,264 @@
+"""Helpers of the operations tests: ``handler-kit serve`` subprocesses (always stopped), a
+real ``redis-server`` on a free loopback port, load over many connections.
+
+Plain functions and context managers, not fixtures, so nothing leaks into other test files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+TESTS = REPO / "tests"
+HANDLER_KIT = Path(sys.executable).parent / "handler-kit"
+TOKEN = "ops-test-token-0123456789abcdef"
+OLD_TOKEN = "ops-old-token-fedcba9876543210"
+STARTED = "Application startup complete."
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """This environment without any HANDLER_KIT_* or Prometheus setting, plus ``extra``."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("HANDLER_KIT_") and k != "PROMETHEUS_MULTIPROC_DIR"
+    }
+    env.update(extra)
+    return env
+
+
+def _die_with_parent() -> None:
+    """preexec_fn: the server gets SIGTERM if the test process dies."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
+
+
+class Server:
+    """A ``handler-kit serve`` (or other) subprocess whose output goes to a file."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], cwd: Path) -> None:
+        self.argv = argv
+        self.log = Path(tempfile.mkstemp(prefix="hk-serve-", suffix=".log")[1])
+        self._log_fh = self.log.open("wb")
+        self.signalled = False
+        self.proc = subprocess.Popen(
+            argv,
+            env=env,
+            cwd=cwd,
+            stdout=self._log_fh,
+            stderr=subprocess.STDOUT,
+            preexec_fn=_die_with_parent,
+        )
+
+    def output(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")
+
+    def wait_started(self, workers: int = 1, timeout: float = 30.0) -> None:
+        """Until every worker logged its start-up (so each can take connections)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"server exited early:\n{self.output()}")
+            if self.output().count(STARTED) >= workers:
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"server did not start within {timeout} s:\n{self.output()}")
+
+    def terminate(self, timeout: float = 30.0) -> bool:
+        """SIGTERM (unless already sent), then wait: True when the server exited as a graceful
+        shutdown does. uvicorn re-raises the signal once it has shut down gracefully, so a
+        single process ends "killed by SIGTERM"; the multi-worker supervisor exits 0."""
+        if self.proc.poll() is None and not self.signalled:
+            self.signal_term()
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+            raise AssertionError(f"no graceful exit within {timeout} s:\n{self.output()}") from None
+        if code not in (0, -signal.SIGTERM):
+            raise AssertionError(f"exit code {code}:\n{self.output()}")
+        return True
+
+    def signal_term(self) -> None:
+        self.signalled = True
+        self.proc.send_signal(signal.SIGTERM)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        self._log_fh.close()
+        self.log.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def serve(
+    target: str,
+    *,
+    port: int,
+    workers: int = 1,
+    env: dict[str, str] | None = None,
+    cwd: Path = REPO,
+    options: tuple[str, ...] = (),
+) -> Iterator[Server]:
+    """``handler-kit serve target --workers N`` on 127.0.0.1:port, started; killed at the end
+    if the test did not stop it."""
+    argv = [
+        str(HANDLER_KIT),
+        "serve",
+        target,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        "--log-level",
+        "info",
+        *options,
+    ]
+    server = Server(argv, env if env is not None else clean_env(HANDLER_KIT_TOKENS=TOKEN), cwd)
+    try:
+        server.wait_started(workers)
+        yield server
+    finally:
+        server.close()
+
+
+def pre_tool_use(tool_name: str, tool_use_id: str, **tool_input: Any) -> dict[str, Any]:
+    return {
+        "hook_event_name": "PreToolUse",
+        "session_id": "sess-ops",
+        "tool_name": tool_name,
+        "tool_use_id": tool_use_id,
+        "tool_input": tool_input,
+    }
+
+
+async def send_many(
+    url: str,
+    bodies: list[dict[str, Any]],
+    *,
+    concurrency: int,
+    fresh_connections: bool = False,
+    headers: dict[str, str] | None = None,
+) -> list[httpx.Response | BaseException]:
+    """POST each body to ``url`` over ``concurrency`` connections (bounded), in order of the
+    list; failures are returned, not raised. ``fresh_connections``: a new connection per
+    request, so the kernel spreads them over the workers."""
+    base_headers = {"Authorization": f"Bearer {TOKEN}", **(headers or {})}
+    limits = httpx.Limits(
+        max_connections=concurrency,
+        max_keepalive_connections=0 if fresh_connections else concurrency,
+    )
+    results: list[httpx.Response | BaseException] = [None] * len(bodies)  # type: ignore[list-item]
+    next_index = 0
+
+    async with httpx.AsyncClient(limits=limits, timeout=30.0, headers=base_headers) as client:
+
+        async def worker() -> None:
+            nonlocal next_index
+            while next_index < len(bodies):
+                index = next_index
+                next_index += 1
+                try:
+                    results[index] = await client.post(url, content=json.dumps(bodies[index]))
+                except Exception as exc:  # counted as a failed request by the caller
+                    results[index] = exc
+
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return results
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+# -- redis-server ---------------------------------------------------------------------------
+
+
+def redis_server_or_skip() -> str:
+    """Path of redis-server; skip when it is absent, but fail in CI (CI must install it)."""
+    found = shutil.which("redis-server")
+    if found:
+        return found
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail("redis-server is not installed: .ci/run must install it (apt-get)")
+    pytest.skip("redis-server is not installed (apt-get install redis-server)")
+    raise AssertionError  # unreachable
+
+
+@contextlib.contextmanager
+def redis_server() -> Iterator[str]:
+    """A throw-away ``redis-server`` on a free 127.0.0.1 port; yields its URL."""
+    binary = redis_server_or_skip()
+    port = free_port()
+    folder = tempfile.mkdtemp(prefix="hk-redis-")
+    proc = subprocess.Popen(
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            folder,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=_die_with_parent,
+    )
+    try:
+        for _ in range(200):
+            if proc.poll() is not None:
+                raise AssertionError("redis-server exited at start-up")
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection(("127.0.0.1", port), timeout=0.2) as sock,
+            ):
+                sock.sendall(b"PING\r\n")
+                if sock.recv(16).startswith(b"+PONG"):
+                    break
+            time.sleep(0.025)
+        else:
+            raise AssertionError("redis-server did not answer PING within 5 s")
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        shutil.rmtree(folder, ignore_errors=True)
