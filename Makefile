@@ -33,8 +33,12 @@ lint: $(STAMP)
 test: $(STAMP) lint
 	$(BIN)/python -m pytest -q
 
-bench: $(STAMP)
+# `make bench` first installs the bench extra (matplotlib) on top of dev, once per pyproject change.
+$(VENV)/.installed-bench: $(STAMP)
 	$(BIN)/python -m pip install -q -e ".[dev,bench]"
+	touch $(VENV)/.installed-bench
+
+bench: $(VENV)/.installed-bench
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
 test-container: $(STAMP)

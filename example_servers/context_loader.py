@@ -127,6 +127,7 @@ class ContextStore:
         self._url = url
         self._lock = threading.Lock()
         self._connection: sqlite3.Connection | None = None
+        sqlite_path(self.url)  # a bad URL fails at start-up, not on every event
 
     @property
     def url(self) -> str:

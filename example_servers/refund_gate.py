@@ -28,8 +28,17 @@ DEFAULT_POLICY = (
     "refunds over ${limit} need a human approver."
 )
 
+
+def money(amount: Decimal) -> str:
+    """$500, $1,000, $499.99: cents only when there are some."""
+    return f"{amount:,.0f}" if amount == amount.to_integral_value() else f"{amount:,.2f}"
+
+
 REFUND_LIMIT = Decimal(os.environ.get("REFUND_LIMIT", "500"))
-RETURNS_POLICY = os.environ.get("RETURNS_POLICY") or DEFAULT_POLICY.format(limit=REFUND_LIMIT)
+RETURNS_POLICY = os.environ.get("RETURNS_POLICY") or DEFAULT_POLICY.format(
+    limit=money(REFUND_LIMIT)
+)
+DENY_REASON = f"Refunds over ${money(REFUND_LIMIT)} need a human approver."
 TICKET_PATTERN = re.compile(os.environ.get("TICKET_PATTERN", r"#\d+"))
 
 app = HookApp("refund-gate", description="Refund policy gate for a support agent.")
@@ -55,7 +64,7 @@ async def refund_gate(event: PreToolUse):
     if amount is None:
         return deny("The refund amount could not be read; a human approver must check it.")
     if amount > REFUND_LIMIT:
-        return deny(f"Refunds over ${REFUND_LIMIT:,.0f} need a human approver.")
+        return deny(DENY_REASON)
     return None  # no opinion: the call runs
 
 

@@ -348,6 +348,13 @@ class HookApp:
         except Exception as exc:
             logger.exception("handler %s failed on %s", handler.name, event_name)
             return self._failed(handler, ERROR, f"{type(exc).__name__}: {exc}", started)
+        if output.updated_input is not None or output.specific or output.extra:
+            try:  # what the handler put in is sent as JSON: a value JSON cannot carry is its bug
+                to_json((output.updated_input, output.specific, output.extra))
+            except (TypeError, ValueError, PydanticSerializationError) as exc:
+                message = f"{handler.name} returned a value JSON cannot carry: {exc}"
+                logger.error(message)
+                return self._failed(handler, ERROR, message, started)
         latency = (time.perf_counter() - started) * 1000
         if (
             output.decision == "block"

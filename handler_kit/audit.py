@@ -53,6 +53,7 @@ import json
 import logging
 import os
 import queue
+import random
 import re
 import sys
 import threading
@@ -60,6 +61,9 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
+
+from handler_kit.app import FAIL_CLOSED, fail_closed_notice
+from handler_kit.outputs import SAFE_DECISIONS
 
 if TYPE_CHECKING:
     from handler_kit.app import Answer, Invocation
@@ -91,6 +95,24 @@ SECRET_VALUE_PATTERN = re.compile(
     r"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"
     r"|(?<=://)[^/\s:@]+:[^/\s@]+(?=@)"
 )
+# Substrings (of the lower-cased text) without which SECRET_VALUE_PATTERN cannot match: a
+# cheap test that spares almost every string the full regular expression.
+_SECRET_VALUE_HINTS = (
+    "private key",
+    "bearer",
+    "basic",
+    "token",
+    "eyj",
+    "sk-",
+    "rk-",
+    "pk-",
+    "gh",
+    "github_pat_",
+    "xox",
+    "akia",
+    "asia",
+    "://",
+)
 # Identifiers copied from the hook input onto every record.
 ID_FIELDS = ("session_id", "turn_id", "tool_use_id", "agent_id")
 
@@ -98,19 +120,22 @@ ID_FIELDS = ("session_id", "turn_id", "tool_use_id", "agent_id")
 # -- ids ----------------------------------------------------------------------------------
 
 
+# Ids come from the random module, as OpenTelemetry's own do: it is seeded from the OS at start
+# and reseeded in a forked child, and it costs no system call per id (ids are not secrets).
+
+
 def new_event_id() -> str:
     """``evt_`` + 32 hex digits: 48 bits of milliseconds then 80 random bits, so ids sort by
-    time (like a UUIDv7) and never collide across workers or replicas."""
-    millis = time.time_ns() // 1_000_000
-    return f"evt_{millis:012x}{int.from_bytes(os.urandom(10)):020x}"
+    time (like a UUIDv7) and do not collide across workers or replicas."""
+    return f"evt_{time.time_ns() // 1_000_000:012x}{random.getrandbits(80):020x}"
 
 
 def new_trace_id() -> str:
-    return os.urandom(16).hex()
+    return f"{random.getrandbits(128) or 1:032x}"
 
 
 def new_span_id() -> str:
-    return os.urandom(8).hex()
+    return f"{random.getrandbits(64) or 1:016x}"
 
 
 _TRACEPARENT = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(?:-.*)?$")
@@ -181,6 +206,8 @@ class Redactor:
         self.secret_keys = secret_keys
         self.secret_values = secret_values
         self.max_chars = max_chars
+        # The same short strings (reasons, tool names, ids) come back on every call.
+        self._texts: dict[str, str] = {}
 
     def _path_redacted(self, path: tuple[str, ...]) -> bool:
         for pattern in self.paths:
@@ -192,11 +219,23 @@ class Redactor:
 
     def text(self, value: str) -> str:
         """A string as recorded: secret-looking substrings replaced, long text truncated."""
-        if self.secret_values:
-            value = SECRET_VALUE_PATTERN.sub(REDACTED, value)
+        found = self._texts.get(value)
+        if found is not None:
+            return found
+        original = value
+        if self.secret_values and len(value) >= 8:
+            lowered = value.lower()
+            for hint in _SECRET_VALUE_HINTS:
+                if hint in lowered:
+                    value = SECRET_VALUE_PATTERN.sub(REDACTED, value)
+                    break
         if len(value) > self.max_chars:
             dropped = len(value) - self.max_chars
             value = f"{value[: self.max_chars]}...[truncated {dropped} chars]"
+        if len(original) <= 200:
+            if len(self._texts) >= 4096:
+                self._texts.clear()
+            self._texts[original] = value
         return value
 
     def value(self, value: Any, path: tuple[str, ...]) -> Any:
@@ -299,9 +338,6 @@ def output_decision(output: dict[str, Any]) -> tuple[str | None, str | None]:
 
 def invocation_decision(inv: Invocation, event_name: str) -> tuple[str | None, str | None]:
     """What one handler contributed: its own decision, or the safe one it failed closed to."""
-    from handler_kit.app import FAIL_CLOSED, fail_closed_notice
-    from handler_kit.outputs import SAFE_DECISIONS
-
     if inv.status == FAIL_CLOSED:
         return SAFE_DECISIONS.get(event_name), fail_closed_notice(inv)
     out = inv.output
@@ -347,7 +383,6 @@ def build_records(item: Observed, app: str, policy: RecordPolicy) -> list[dict[s
         trace_id, answer_span, parent_span = new_trace_id(), new_span_id(), None
     answer_id = item.trace.answer_event_id if item.trace is not None else new_event_id()
     common: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
         "time": iso_time(item.end_ns),
         "ts": item.end_ns / 1e9,
         "app": app,
@@ -355,11 +390,13 @@ def build_records(item: Observed, app: str, policy: RecordPolicy) -> list[dict[s
         "pid": item.pid,
         "principal": item.principal,
         "event": name,
-        "tool_name": getattr(event, "tool_name", None),
+        "tool_name": getattr(event, "tool_name", None),  # a str: validated by the model
     }
     for key in ID_FIELDS:
-        common[key] = getattr(event, key, None)
+        value = getattr(event, key, None)
+        common[key] = redactor.text(value) if isinstance(value, str) else value
     records: list[dict[str, Any]] = []
+    recorded_output: tuple[dict[str, Any], dict[str, Any]] | None = None
     for index, inv in enumerate(answer.invocations):
         decision, reason = invocation_decision(inv, name)
         output = inv.output.render(name) if inv.output is not None else None
@@ -368,6 +405,7 @@ def build_records(item: Observed, app: str, policy: RecordPolicy) -> list[dict[s
         else:
             event_id, span_id = new_event_id(), new_span_id()
         record = {
+            "schema_version": SCHEMA_VERSION,
             "kind": "invocation",
             "event_id": event_id,
             "answer_id": answer_id,
@@ -385,6 +423,8 @@ def build_records(item: Observed, app: str, policy: RecordPolicy) -> list[dict[s
             "replayed": inv.handler.name in item.replayed,
             "output": redactor.output(output) if output else output,
         }
+        if output:
+            recorded_output = (output, record["output"])
         records.append(record)
     decision, reason = output_decision(answer.output)
     recorded_input: dict[str, Any] = {}
@@ -397,6 +437,7 @@ def build_records(item: Observed, app: str, policy: RecordPolicy) -> list[dict[s
                 recorded_input[key] = redactor.value(value, (key,))
     records.append(
         {
+            "schema_version": SCHEMA_VERSION,
             "kind": "answer",
             "event_id": answer_id,
             **common,
@@ -412,7 +453,11 @@ def build_records(item: Observed, app: str, policy: RecordPolicy) -> list[dict[s
             "reason": redactor.text(reason) if isinstance(reason, str) else reason,
             "latency_ms": round(max((i.latency_ms for i in answer.invocations), default=0.0), 3),
             "input": recorded_input,
-            "output": redactor.output(answer.output),
+            "output": (
+                recorded_output[1]  # one handler answered: its output is the answer
+                if recorded_output is not None and recorded_output[0] == answer.output
+                else redactor.output(answer.output)
+            ),
         }
     )
     return records

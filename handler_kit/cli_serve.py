@@ -50,6 +50,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--log-level", default=env("HANDLER_KIT_LOG_LEVEL", "info"))
     parser.add_argument(
+        "--access-log",
+        action="store_true",
+        default=env("HANDLER_KIT_ACCESS_LOG", "").lower() in ("1", "true", "yes", "on"),
+        help="log one line per request (off by default: it is a third of the webhook's own "
+        "cost per request, and the audit trail records every decision)",
+    )
+    parser.add_argument(
         "--insecure-no-auth",
         action="store_true",
         default=None,
@@ -130,6 +137,9 @@ def run(args: argparse.Namespace) -> int:
         ssl_keyfile=key,
         log_level=args.log_level.lower(),
         timeout_graceful_shutdown=args.graceful_timeout,
+        # a worker importing the app under load can take more than uvicorn's default 5 s
+        timeout_worker_healthcheck=30,
+        access_log=args.access_log,
         proxy_headers=False,
         server_header=False,
     )

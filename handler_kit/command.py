@@ -133,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
     logs = _LogBuffer()
     root = logging.getLogger()
     root.addHandler(logs)
+    level = root.level
     debug = os.environ.get(DEBUG_ENV, "") not in ("", "0")
     root.setLevel(logging.DEBUG if debug else logging.WARNING)
     with _StdoutGuard() as guard:
@@ -146,6 +147,7 @@ def run(args: argparse.Namespace) -> int:
             code, out, err, stuck = ERROR_EXIT, b"", message, False
         finally:
             root.removeHandler(logs)
+            root.setLevel(level)
         chatter = [f"handler-kit: stdout of the app: {line}" for line in guard.chatter()]
         guard.write_stdout(out)
         lines = chatter + logs.lines(with_traceback=debug)

@@ -43,7 +43,9 @@ def load_app(spec: str) -> HookApp:
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
-        if exc.name is not None and module_name.startswith(exc.name):
+        missing = exc.name or ""
+        if module_name == missing or module_name.startswith(missing + "."):
+            # the module (or a package on its path) is missing, not one of its imports
             raise LoadError(
                 f"cannot import {module_name!r}: no module named {exc.name!r} "
                 f"(looked in {cwd} and the installed packages)"

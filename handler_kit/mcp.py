@@ -24,7 +24,8 @@ Fast path: stateless JSON-response ``tools/call`` and ``tools/list`` POSTs are a
 :class:`_FastPath` without the SDK's per-request machinery (transport object, memory streams,
 task, runner, result re-validation), with the same bytes the SDK would send; anything it does not
 recognise exactly (other methods, other modes, odd headers or envelopes, errors) falls through
-to the SDK unchanged. ``tests/test_mcp.py`` checks both paths byte-for-byte.
+to the SDK unchanged. With tracing configured it opens the same span the SDK's middleware would.
+``tests/test_mcp.py`` checks both paths byte-for-byte, and span-for-span.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any
@@ -48,12 +49,19 @@ from mcp.server.transport_security import (
     DEFAULT_MAX_REQUEST_BODY_SIZE,
     TransportSecuritySettings,
 )
+from mcp.shared import _otel as sdk_otel
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import InboundModernRoute, classify_inbound_request
 from mcp_types import DEFAULT_NEGOTIATED_VERSION
 from mcp_types.methods import validate_client_request
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, get_tracer_provider
+from opentelemetry.trace import (
+    NoOpTracerProvider,
+    ProxyTracerProvider,
+    SpanKind,
+    StatusCode,
+    get_tracer_provider,
+)
 from pydantic import ValidationError
 from pydantic_core import from_json, to_json
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -427,16 +435,40 @@ class _FastPath:
     def usable(self) -> bool:
         """Whether skipping the SDK's server middleware changes nothing observable.
 
-        The only middleware the SDK installs is its OpenTelemetry span per message, a no-op
-        until a tracer provider is configured: with tracing on (or any middleware added), every
-        request goes through the SDK so spans and middleware effects stay exactly the same.
+        The only middleware the SDK installs is its OpenTelemetry span per message, which
+        :meth:`traced` reproduces; with any other middleware added every request goes through
+        the SDK, so its effects stay exactly the same.
         """
         middleware = self.mount.server.middleware
-        if len(middleware) > 1 or not all(
-            isinstance(m, OpenTelemetryMiddleware) for m in middleware
-        ):
-            return False
-        return isinstance(get_tracer_provider(), _UNTRACED)
+        return len(middleware) == 1 and type(middleware[0]) is OpenTelemetryMiddleware
+
+    @contextlib.contextmanager
+    def traced(
+        self, method: str, version: str, request_id: int | str, name: str | None, meta: Any
+    ) -> Iterator[Any]:
+        """The SDK middleware's span for one message (same name, kind, attributes, parent),
+        when a tracer provider is configured; nothing otherwise (the SDK's is a no-op then)."""
+        if isinstance(get_tracer_provider(), _UNTRACED):
+            yield None
+            return
+        attributes: dict[str, Any] = {
+            "mcp.method.name": method,
+            "mcp.protocol.version": version,
+            "jsonrpc.request.id": str(request_id),
+        }
+        if method == "tools/call":
+            attributes["gen_ai.operation.name"] = "execute_tool"
+            if name is not None:
+                attributes["gen_ai.tool.name"] = name
+        with sdk_otel.otel_span(
+            name=f"{method} {name}" if name else method,
+            kind=SpanKind.SERVER,
+            attributes=attributes,
+            context=sdk_otel.extract_trace_context(meta if isinstance(meta, dict) else None),
+            record_exception=False,
+            set_status_on_exception=False,
+        ) as span:
+            yield span
 
     def headers_ok(self, scope: Scope) -> dict[bytes, bytes] | None:
         """The headers the SDK reads, when they pass its checks; None sends it to the SDK."""
@@ -529,13 +561,20 @@ class _FastPath:
             logger.warning("MCP fast path disabled: cannot build response templates", exc_info=True)
             self.mount.fast_path = False
             return False
-        if spec is None:
-            body_out = template.render(request_id)
-        else:
-            context = call_context(spec, scope, request_id, "fast")
-            outcome = await run_tool(self.mount.hook_app, spec, arguments, context)
-            chosen = error_template if outcome.is_error else template
-            body_out = chosen.render(request_id, outcome.text)
+        meta = params.get("_meta") if params else None
+        with self.traced(method, version, request_id, spec and spec.name, meta) as span:
+            if spec is None:
+                body_out = template.render(request_id)
+            else:
+                context = call_context(spec, scope, request_id, "fast")
+                outcome = await run_tool(self.mount.hook_app, spec, arguments, context)
+                if outcome.is_error:
+                    body_out = error_template.render(request_id, outcome.text)
+                    if span is not None:
+                        span.set_attribute("error.type", "tool_error")
+                        span.set_status(StatusCode.ERROR)
+                else:
+                    body_out = template.render(request_id, outcome.text)
         length = str(len(body_out)).encode()
         if modern:
             raw = [(b"content-length", length), (b"content-type", b"application/json")]

@@ -201,7 +201,11 @@ class HandlerKitASGI:
                     await stack.enter_async_context(enter())
                 yield
 
-        self.starlette = Starlette(routes=routes, lifespan=lifespan)
+        self.starlette = Starlette(
+            routes=routes,
+            lifespan=lifespan,
+            exception_handlers={404: _json_http_error, 405: _json_http_error},
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -236,6 +240,17 @@ class HandlerKitASGI:
             await self.webhook(scope, receive, send)
             return
         await self.starlette(scope, receive, send)
+
+
+async def _json_http_error(request: Any, exc: Any) -> Any:
+    """Starlette's 404/405 as the same JSON error body as every other error here."""
+    from starlette.responses import Response
+
+    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    error = HTTPError(exc.status_code, code, str(exc.detail))
+    headers = dict(getattr(exc, "headers", None) or {})
+    headers["content-type"] = "application/json"
+    return Response(error.body(), status_code=exc.status_code, headers=headers)
 
 
 def create_asgi_app(hook_app: HookApp, config: ServerConfig | None = None) -> HandlerKitASGI:

@@ -89,8 +89,11 @@ class Tracing:
         self._status = Status
         self._error_code = StatusCode.ERROR
 
-    def record(self, answer: Answer, transport: str, traceparent: str | None) -> TraceIds:
-        """Create the spans of ``answer`` (ended now) and return their ids."""
+    def record(self, answer: Answer, transport: str, traceparent: str | None) -> TraceIds | None:
+        """Create the spans of ``answer`` (ended now) and return their ids; None when no
+        handler ran (nothing to trace; the audit record makes its own ids)."""
+        if not answer.invocations:
+            return None
         end_ns = time.time_ns()
         event = answer.event
         name = event.hook_event_name

@@ -470,3 +470,9 @@ def test_readme_make_run_line_names_the_example() -> None:
     commands = "".join(readme_blocks("sh"))
     assert "make run APP=context_loader" in commands
     assert "context_loader" in EXAMPLES
+
+
+def test_a_bad_url_fails_at_start_up_not_per_event(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CONTEXT_LOADER_DB_URL", "postgresql://db/ctx")
+    with pytest.raises(ValueError, match="sqlite:///"):
+        create_app()

@@ -148,6 +148,6 @@ def test_refund_limit_from_the_environment():
             )
             policy = http.post("/hooks", json={"hook_event_name": "SessionStart"}).json()
             assert (
-                "refunds over $1000 need a human approver"
+                "refunds over $1,000 need a human approver"
                 in (policy["hookSpecificOutput"]["additionalContext"])
             )

@@ -74,7 +74,8 @@ class Dispatcher:
     and loopback addresses and plain ``http://`` URLs (local tests only: Runbear refuses both).
     ``ca_file``: a PEM CA bundle trusted in addition to the default one (test certificates).
     ``http_client``: an ``httpx.AsyncClient`` to use for http handlers (not closed here; it must
-    not follow redirects).
+    not follow redirects). ``resolver``: ``async (host, port) -> [addresses]`` used for the
+    public-address check (tests stand in a DNS answer with it).
 
     Use ``async with Dispatcher(...) as d`` (or ``await d.aclose()``), or :meth:`dispatch_sync`
     from synchronous code.

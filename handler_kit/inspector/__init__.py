@@ -42,10 +42,11 @@ def audit_sqlite_path(operations: Any) -> str | None:
         kind, _, path = spec.strip().partition(":")
         if kind == "sqlite" and path:
             return path
+    from handler_kit.audit_sqlite import SQLiteSink
+
     for sink in getattr(operations, "audit_sinks", None) or []:
-        path = getattr(sink, "path", None)
-        if type(sink).__name__ == "SQLiteSink" and isinstance(path, str):
-            return path
+        if isinstance(sink, SQLiteSink):
+            return sink.path
     return None
 
 
