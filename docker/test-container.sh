@@ -27,9 +27,11 @@ CACHE="${HANDLER_KIT_CONTAINER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/handler-ki
 RUN_ID="hkct-$$"
 START=$(date +%s)
 
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 log() { printf '[test-container %3ss] %s\n' "$(($(date +%s) - START))" "$*" >&2; }
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/handler-kit-ctest.XXXXXX")"
+# shellcheck disable=SC2317  # (called by the EXIT trap)
 cleanup() {
   local rc=$?
   set +e
@@ -44,19 +46,26 @@ cleanup() {
       podman rmi -f "$IMAGE" "$REDIS_IMAGE_LOCAL" >/dev/null 2>&1
     fi
   fi
-  rm -rf "$WORK"
+  remove_tree "$WORK"
   exit "$rc"
 }
+# rm -rf that never follows a mount out of the tree: debootstrap mounts /proc, /sys and device
+# files into its target, and an interrupted run can leave them mounted.
+remove_tree() {
+  [ -e "$1" ] || return 0
+  awk -v p="$1/" 'index($2, p) == 1 {print $2}' /proc/mounts | sort -r \
+    | while read -r m; do as_root umount -l "$m" 2>/dev/null; done
+  as_root rm -rf --one-file-system "$1"
+}
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 setup_failed() {
   log "setup failed: $*"
   echo "0 passed, 1 failed"
   exit 1
 }
-
-as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 # ---- 1. tools -------------------------------------------------------------------------------
 missing=()
@@ -122,7 +131,7 @@ if ! podman image exists "$BASE_IMAGE"; then
     || { tail -20 "$WORK/debootstrap.log" >&2; setup_failed "debootstrap"; }
   as_root rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
   as_root tar -C "$rootfs" --numeric-owner -cf "$WORK/base.tar" . || setup_failed "tar rootfs"
-  as_root rm -rf "$rootfs"
+  remove_tree "$rootfs"
   podman import --change 'CMD ["/bin/bash"]' "$WORK/base.tar" "$BASE_IMAGE" >/dev/null 2>&1 \
     || setup_failed "podman import"
   rm -f "$WORK/base.tar"

@@ -5,34 +5,46 @@ Prints the token and a ready-to-paste curl command, then runs ``handler-kit serv
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import sys
 
+# short name -> (MODULE:ATTR, route and event of the curl printed at start)
 EXAMPLES = {
-    "refund_gate": "example_servers.refund_gate:app",
-    "context_loader": "example_servers.context_loader:app",
+    "refund_gate": (
+        "example_servers.refund_gate:app",
+        "/hooks",
+        '{"session_id":"s1","hook_event_name":"PreToolUse","tool_name":"issue_refund",'
+        '"tool_input":{"order_id":"4821","amount":640},"tool_use_id":"toolu_1"}',
+    ),
+    "context_loader": (
+        "example_servers.context_loader:app",
+        "/hooks/order_1",
+        '{"hook_event_name":"UserPromptSubmit","channel_user_id":"U0123456789",'
+        '"prompt":"Can I get a refund for order 4821?"}',
+    ),
 }
 CURL = """\
 Serving {target} on http://{host}:{port}
 Bearer token: {token}
 
 Try it:
-  curl -s http://{host}:{port}/hooks \\
+  curl -s http://{host}:{port}{route} \\
     -H 'Authorization: Bearer {token}' \\
     -H 'Content-Type: application/json' \\
-    -H 'X-Runbear-Hook-Event: PreToolUse' \\
+    -H 'X-Runbear-Hook-Event: {event_name}' \\
     -d '{event}'
 """
-EVENT = (
-    '{"session_id":"s1","hook_event_name":"PreToolUse","tool_name":"issue_refund",'
-    '"tool_input":{"order_id":"4821","amount":640},"tool_use_id":"toolu_1"}'
-)
 
 
 def main(argv: list[str]) -> int:
     name = argv[0] if argv else "refund_gate"
-    target = EXAMPLES.get(name, name)
+    if name not in EXAMPLES:
+        known = ", ".join(EXAMPLES)
+        print(f"unknown example {name!r}; APP is one of: {known}", file=sys.stderr)
+        return 2
+    target, route, event = EXAMPLES[name]
     host = os.environ.get("HOST", "127.0.0.1")
     port = os.environ.get("PORT", "8000")
     tokens = os.environ.get("HANDLER_KIT_TOKENS", "")
@@ -40,7 +52,17 @@ def main(argv: list[str]) -> int:
         tokens = secrets.token_urlsafe(24)
         os.environ["HANDLER_KIT_TOKENS"] = tokens
     token = tokens.split(",")[0].strip()
-    print(CURL.format(target=target, host=host, port=port, token=token, event=EVENT), flush=True)
+    event_name = json.loads(event)["hook_event_name"]
+    text = CURL.format(
+        target=target,
+        host=host,
+        port=port,
+        token=token,
+        route=route,
+        event=event,
+        event_name=event_name,
+    )
+    print(text, flush=True)
     from handler_kit.cli import main as cli
 
     return cli(["serve", target, "--host", host, "--port", str(port)])

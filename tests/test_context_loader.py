@@ -293,7 +293,7 @@ def test_the_example_app_is_registered_for_make_run() -> None:
     from example_servers.run import EXAMPLES
     from handler_kit.loader import load_app
 
-    assert load_app(EXAMPLES["context_loader"]) is cl.app
+    assert load_app(EXAMPLES["context_loader"][0]) is cl.app
 
 
 # -- real HTTP and MCP -------------------------------------------------------------------

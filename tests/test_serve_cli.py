@@ -75,7 +75,8 @@ def servers(tmp_path_factory) -> Iterator[dict[str, Served]]:
     ca.configure_trust(trust)
 
     plans: dict[str, tuple[list[str], dict[str, str], dict[str, Any]]] = {}
-    ports = {name: free_port() for name in ("dev_tls", "trustme", "workers", "make_run")}
+    names = ("dev_tls", "trustme", "workers", "make_run", "make_run_context")
+    ports = {name: free_port() for name in names}
     plans["dev_tls"] = (
         serve_argv(TARGET, ports["dev_tls"], "--dev-tls"),
         {**token_env, "HANDLER_KIT_DEV_TLS_DIR": str(tmp / "dev-tls")},
@@ -99,6 +100,16 @@ def servers(tmp_path_factory) -> Iterator[dict[str, Served]]:
     plans["make_run"] = (
         [sys.executable, "-m", "example_servers.run"],
         clean_env(HOST="127.0.0.1", PORT=str(ports["make_run"])),
+        {},
+    )
+    # `make run APP=context_loader`, its database in the test's folder
+    plans["make_run_context"] = (
+        [sys.executable, "-m", "example_servers.run", "context_loader"],
+        clean_env(
+            HOST="127.0.0.1",
+            PORT=str(ports["make_run_context"]),
+            CONTEXT_LOADER_DB_URL=f"sqlite:///{tmp / 'context.sqlite3'}",
+        ),
         {},
     )
     with ExitStack() as stack:
@@ -195,8 +206,8 @@ def _curl_command(printed: str) -> str:
     return " ".join(lines)
 
 
-def test_make_run_prints_a_token_and_a_curl_that_works(servers):
-    served = servers["make_run"]
+def _run_printed_curl(served: Served) -> bytes:
+    """Wait for ``make run``'s server, then run the curl command it printed, as printed."""
     url = f"http://127.0.0.1:{served.port}"
     served.proc.wait_healthy(url, timeout=START_TIMEOUT)
     printed = served.proc.output()
@@ -209,13 +220,36 @@ def test_make_run_prints_a_token_and_a_curl_that_works(servers):
     curl = shutil.which("curl")
     if curl:
         result = subprocess.run([curl, *words[1:]], capture_output=True, timeout=20, check=True)
-        body = result.stdout
-    else:  # replay the same request with httpx
-        headers = dict(w.split(": ", 1) for i, w in enumerate(words) if i and words[i - 1] == "-H")
-        data = words[words.index("-d") + 1]
-        target = next(w for w in words if w.startswith("http"))
-        body = httpx.post(target, content=data, headers=headers, timeout=10).content
-    assert json.loads(body) == REFUND_DENY
+        return result.stdout
+    # no curl binary: replay the same request with httpx
+    headers = dict(w.split(": ", 1) for i, w in enumerate(words) if i and words[i - 1] == "-H")
+    data = words[words.index("-d") + 1]
+    target = next(w for w in words if w.startswith("http"))
+    return httpx.post(target, content=data, headers=headers, timeout=10).content
+
+
+def test_make_run_prints_a_token_and_a_curl_that_works(servers):
+    assert json.loads(_run_printed_curl(servers["make_run"])) == REFUND_DENY
+
+
+def test_make_run_context_loader_prints_a_curl_for_its_own_app(servers):
+    answer = json.loads(_run_printed_curl(servers["make_run_context"]))
+    context = answer["hookSpecificOutput"]["additionalContext"]
+    assert answer["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+    assert context.startswith("Order #4821 shipped")
+
+
+def test_make_run_refuses_an_unknown_app():
+    result = subprocess.run(
+        [sys.executable, "-m", "example_servers.run", "no_such_app"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=clean_env(),
+    )
+    assert result.returncode == 2
+    assert "APP is one of: refund_gate, context_loader" in result.stderr
 
 
 def test_refusals_are_clear_and_non_zero():
