@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=None,
         metavar="HOST",
-        help="Host header accepted on /mcp (repeatable; e.g. hooks.example.com, *:443)",
+        help="Host header accepted on /mcp (repeatable): example.com, host:port, or * for any",
     )
     parser.add_argument("--require-event-header", action="store_true", default=None)
     parser.add_argument("--max-body-bytes", type=int, default=None)
@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         print("WARNING: serving WITHOUT authentication", file=sys.stderr, flush=True)
     scheme = "https" if cert else "http"
     print(f"{hook_app.name}: {scheme}://{args.host}:{args.port}", flush=True)
-    for route in describe_routes(hook_app):
+    for route in describe_routes(hook_app, mcp=not os.environ.get("HANDLER_KIT_NO_MCP")):
         print(f"  {route}", flush=True)
     if inspector:  # issue 8
         print(f"  inspector: {scheme}://{args.host}:{args.port}/_inspector", flush=True)

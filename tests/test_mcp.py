@@ -1032,3 +1032,17 @@ def test_serve_with_two_workers_answers_mcp_and_webhook(tmp_path: Path) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
         log.close()
+
+
+def test_readme_client_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's MCP client example, pointed at a real server, prints the deny."""
+    import re
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = re.search(r"<!-- section:mcp -->(.*?)<!-- /section:mcp -->", readme, re.S)
+    assert section is not None
+    (code,) = re.findall(r"```python\n(.*?)```", section.group(1), re.S)
+    with running_server(refund_gate.app, tokens=[TOKEN]) as server:
+        code = code.replace("<token>", TOKEN).replace("http://127.0.0.1:8000", server.url)
+        exec(compile(code, "README:mcp", "exec"), {"__name__": "readme_mcp"})
+    assert capsys.readouterr().out.strip() == DENY_640
