@@ -290,7 +290,8 @@ def test_compose(res: Results, args: argparse.Namespace) -> None:
 
     try:
         if not res.check(
-            "compose: podman-compose up -d (redis, gate1, gate2)", lambda: run_compose("up", "-d")
+            "compose: podman-compose up -d (redis, gate1, gate2)",
+            lambda: run_compose("up", "-d", "--no-build"),
         ):
             return
         with httpx.Client(verify=str(ca_file), timeout=10) as client:

@@ -22,6 +22,7 @@ cd "$REPO"
 BASE_IMAGE="${HANDLER_KIT_TEST_BASE:-localhost/bookworm-py:latest}"
 CA_BASE_IMAGE="localhost/bookworm-py-ca:latest"
 IMAGE="localhost/handler-kit:test"
+BUILD_STAGE_IMAGE="localhost/handler-kit-build-stage:test"
 REDIS_IMAGE_LOCAL="localhost/handler-kit-redis:test"
 CACHE="${HANDLER_KIT_CONTAINER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/handler-kit/container}"
 RUN_ID="hkct-$$"
@@ -43,7 +44,7 @@ cleanup() {
     podman pod rm -f "pod_$RUN_ID" >/dev/null 2>&1
     podman network rm -f "${RUN_ID}_default" >/dev/null 2>&1
     if [ "${KEEP_IMAGES:-1}" = 0 ]; then
-      podman rmi -f "$IMAGE" "$REDIS_IMAGE_LOCAL" >/dev/null 2>&1
+      podman rmi -f "$IMAGE" "$BUILD_STAGE_IMAGE" "$REDIS_IMAGE_LOCAL" >/dev/null 2>&1
     fi
   fi
   remove_tree "$WORK"
@@ -173,6 +174,10 @@ build() {  # build NAME LOG ARGS...
 }
 log "building $IMAGE from docker/Dockerfile"
 t0=$(date +%s)
+# The build stage is tagged too: untagged, its layers (the dependency wheels) would count as
+# dangling and the prune below would throw the cache away.
+build "$BUILD_STAGE_IMAGE" "$WORK/build.log" --target build -f docker/Dockerfile . \
+  || setup_failed "podman build handler-kit (build stage)"
 build "$IMAGE" "$WORK/build.log" -f docker/Dockerfile . || setup_failed "podman build handler-kit"
 log "built $IMAGE in $(($(date +%s) - t0))s"
 mkdir -p "$WORK/empty"

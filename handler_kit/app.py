@@ -5,11 +5,13 @@ Every transport (webhook, MCP tool, command hook, in-process test client) calls
 matchers, deadline, failure policy, stop-loop guard and merge.
 
 Nothing here imports the server stack: a command hook imports this module on every tool call.
+Not even :mod:`asyncio` at import time (it is a quarter of a command hook's start-up): it is
+imported where it is used, so a command hook whose one async handler never awaits runs
+without it (see :func:`handler_kit.command._run_answer`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import logging
@@ -312,6 +314,8 @@ class HookApp:
         if len(handlers) == 1:
             invocations = [await self._invoke(handlers[0], event)]
         elif handlers:
+            import asyncio
+
             invocations = list(await asyncio.gather(*(self._invoke(h, event) for h in handlers)))
         else:
             invocations = []
@@ -325,6 +329,8 @@ class HookApp:
 
     def answer_sync(self, event: HookEvent, **options: Any) -> Answer:
         """:meth:`answer` for synchronous callers (command hooks, scripts)."""
+        import asyncio
+
         return asyncio.run(self.answer(event, **options))
 
     async def _invoke(self, handler: Handler, event: HookEvent) -> Invocation:
@@ -334,6 +340,8 @@ class HookApp:
             if handler.is_async and not self.wrappers:
                 output = await self._run_async_fast(handler, event, started)
             else:
+                import asyncio
+
                 async with asyncio.timeout(handler.deadline):
                     if self.wrappers:
                         output = await self._wrapped(handler, event)
@@ -384,6 +392,8 @@ class HookApp:
             yielded = coro.send(None)
         except StopIteration as stop:
             return normalize(event.hook_event_name, stop.value)
+        import asyncio
+
         remaining = handler.deadline - (time.perf_counter() - started)
         try:
             async with asyncio.timeout(max(remaining, 0.0)):
@@ -396,6 +406,8 @@ class HookApp:
         if handler.is_async:
             value = await handler.func(event)
         else:
+            import asyncio
+
             value = await asyncio.to_thread(handler.func, event)
         return normalize(event.hook_event_name, value)
 

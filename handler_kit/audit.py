@@ -46,13 +46,12 @@ than ``max_chars`` (default 2,000) are truncated with a marker.
 from __future__ import annotations
 
 import atexit
+import collections
 import contextlib
 import datetime as _dt
 import hashlib
-import json
 import logging
 import os
-import queue
 import random
 import re
 import sys
@@ -61,6 +60,8 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
+
+from pydantic_core import to_json
 
 from handler_kit.app import FAIL_CLOSED, fail_closed_notice
 from handler_kit.outputs import SAFE_DECISIONS
@@ -155,11 +156,10 @@ def parse_traceparent(value: str | None) -> tuple[str, str] | None:
 
 
 def input_digest(event: HookEvent) -> str:
-    """A digest of the whole hook input (nulls dropped, keys sorted): equal inputs, equal
-    digest, whichever worker or replica computes it."""
-    data = event.model_dump(mode="json", exclude_none=True)
-    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+    """A digest of the whole hook input as received (nulls dropped): the same body gives the
+    same digest whichever worker or replica computes it. Key order counts, so an input whose
+    keys come in another order is another call: the safe direction (the handler runs)."""
+    return hashlib.sha256(event.model_dump_json(exclude_none=True).encode()).hexdigest()[:16]
 
 
 def idempotency_scope(event: HookEvent) -> str:
@@ -206,8 +206,9 @@ class Redactor:
         self.secret_keys = secret_keys
         self.secret_values = secret_values
         self.max_chars = max_chars
-        # The same short strings (reasons, tool names, ids) come back on every call.
+        # The same short strings (reasons, tool names, ids) and keys come back on every call.
         self._texts: dict[str, str] = {}
+        self._keys: dict[str, bool] = {}
 
     def _path_redacted(self, path: tuple[str, ...]) -> bool:
         for pattern in self.paths:
@@ -238,23 +239,46 @@ class Redactor:
             self._texts[original] = value
         return value
 
+    def secret_key(self, key: str) -> bool:
+        """True when values under ``key`` are never written (cached: keys repeat)."""
+        if not self.secret_keys:
+            return False
+        found = self._keys.get(key)
+        if found is None:
+            found = SECRET_KEY_PATTERN.search(key) is not None
+            if len(self._keys) >= 4096:
+                self._keys.clear()
+            self._keys[key] = found
+        return found
+
     def value(self, value: Any, path: tuple[str, ...]) -> Any:
         """A copy of ``value`` (found at ``path`` of the input) with the rules applied."""
-        if self.paths and self._path_redacted(path):
+        if not self.paths:
+            return self._walk(value)
+        if self._path_redacted(path):
             return REDACTED
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
-            out = {}
-            for key, item in value.items():
-                key = str(key)
-                if self.secret_keys and SECRET_KEY_PATTERN.search(key):
-                    out[key] = REDACTED
-                else:
-                    out[key] = self.value(item, (*path, key))
-            return out
+            return {
+                key: REDACTED if self.secret_key(key) else self.value(item, (*path, key))
+                for key, item in value.items()
+            }
         if isinstance(value, list | tuple):
             return [self.value(item, (*path, str(i))) for i, item in enumerate(value)]
+        return value
+
+    def _walk(self, value: Any) -> Any:
+        """:meth:`value` when no path is configured: no path to keep track of."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {
+                key: REDACTED if self.secret_key(key) else self._walk(item)
+                for key, item in value.items()
+            }
+        if isinstance(value, list | tuple):
+            return [self._walk(item) for item in value]
         return value
 
     def output(self, output: dict[str, Any]) -> dict[str, Any]:
@@ -359,9 +383,16 @@ def answer_status(answer: Answer) -> str:
     return best
 
 
+_second: list[Any] = [None, ""]  # the last second formatted: records come many per second
+
+
 def iso_time(ns: int) -> str:
-    stamp = _dt.datetime.fromtimestamp(ns / 1e9, _dt.UTC)
-    return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """``2026-05-09T07:35:25.123Z`` (UTC, milliseconds)."""
+    seconds, rest = divmod(ns, 1_000_000_000)
+    if _second[0] != seconds:
+        stamp = _dt.datetime.fromtimestamp(seconds, _dt.UTC)
+        _second[:] = [seconds, stamp.strftime("%Y-%m-%dT%H:%M:%S")]
+    return f"{_second[1]}.{rest // 1_000_000:03d}Z"
 
 
 def build_records(item: Observed, app: str, policy: RecordPolicy) -> list[dict[str, Any]]:
@@ -399,7 +430,12 @@ def build_records(item: Observed, app: str, policy: RecordPolicy) -> list[dict[s
     recorded_output: tuple[dict[str, Any], dict[str, Any]] | None = None
     for index, inv in enumerate(answer.invocations):
         decision, reason = invocation_decision(inv, name)
-        output = inv.output.render(name) if inv.output is not None else None
+        if inv.output is None:
+            output = None
+        elif len(answer.invocations) == 1:
+            output = answer.output  # the answer is this handler's output, rendered once
+        else:
+            output = inv.output.render(name)
         if item.trace is not None:
             event_id, span_id = item.trace.event_ids[index], item.trace.span_ids[index]
         else:
@@ -455,7 +491,7 @@ def build_records(item: Observed, app: str, policy: RecordPolicy) -> list[dict[s
             "input": recorded_input,
             "output": (
                 recorded_output[1]  # one handler answered: its output is the answer
-                if recorded_output is not None and recorded_output[0] == answer.output
+                if recorded_output is not None and recorded_output[0] is answer.output
                 else redactor.output(answer.output)
             ),
         }
@@ -570,10 +606,13 @@ _STOP = object()
 class AuditTrail:
     """A bounded queue of observed answers, drained by a background thread into the sinks.
 
-    ``submit`` is the only hot-path call: one ``put`` on a bounded queue. When the queue is
-    full (the sinks are ``queue_size`` answers behind, i.e. stalled), ``on_full="block"``
-    (default) makes the request wait rather than lose a record; ``"drop"`` drops and counts it
-    (``dropped``). ``synchronous=True`` writes in ``submit`` itself (command hooks).
+    ``submit`` is the only hot-path call: an ``append`` to a deque, with no lock and no wake-up
+    (waking a thread per request costs more than the request's own record). The writer thread
+    wakes every ``interval`` seconds (or when asked: flush, close, a full queue), takes what is
+    queued and writes it in batches. When ``queue_size`` answers are waiting (the sinks have
+    stalled), ``on_full="block"`` (default) makes the request wait rather than lose a record;
+    ``"drop"`` drops and counts it (``dropped``). ``synchronous=True`` writes in ``submit``
+    itself (command hooks: a one-shot process has no time for a thread).
     """
 
     def __init__(
@@ -584,6 +623,7 @@ class AuditTrail:
         queue_size: int = DEFAULT_QUEUE_SIZE,
         on_full: str = "block",
         synchronous: bool = False,
+        interval: float = 0.05,
     ) -> None:
         if on_full not in ("block", "drop"):
             raise ValueError("on_full is 'block' or 'drop'")
@@ -591,10 +631,14 @@ class AuditTrail:
         self.build = build
         self.on_full = on_full
         self.synchronous = synchronous
-        self.queue: queue.Queue[Any] = queue.Queue(maxsize=max(1, queue_size))
+        self.interval = interval
+        self.queue_size = max(1, queue_size)
         self.written = 0
         self.dropped = 0
         self.failed = 0
+        self._items: collections.deque[Any] = collections.deque()
+        self._wake = threading.Event()
+        self._drained = threading.Condition()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._opened = False
@@ -612,15 +656,17 @@ class AuditTrail:
             return
         if self._thread is None:
             self._start()
-        try:
-            self.queue.put_nowait(item)
-        except queue.Full:
+        if len(self._items) >= self.queue_size:
             if self.on_full == "drop":
                 self.dropped += 1
                 if self.dropped in (1, 10, 100) or self.dropped % 1000 == 0:
                     logger.warning("audit queue full: %d records dropped so far", self.dropped)
-            else:
-                self.queue.put(item)
+                return
+            with self._drained:
+                while len(self._items) >= self.queue_size:
+                    self._wake.set()
+                    self._drained.wait(0.1)
+        self._items.append(item)
 
     def _start(self) -> None:
         with self._lock:
@@ -632,27 +678,28 @@ class AuditTrail:
             atexit.register(self.close)
 
     def _run(self) -> None:
+        items = self._items
         stop = False
         while not stop:
-            batch = [self.queue.get()]
-            while len(batch) < BATCH_SIZE:
-                try:
-                    batch.append(self.queue.get_nowait())
-                except queue.Empty:
-                    break
-            items: list[Observed] = []
-            markers: list[threading.Event] = []
-            for entry in batch:
-                if entry is _STOP:
-                    stop = True
-                elif isinstance(entry, threading.Event):
-                    markers.append(entry)
-                else:
-                    items.append(entry)
-            if items:
-                self._write_batch(items)
-            for marker in markers:
-                marker.set()
+            self._wake.wait(self.interval)
+            self._wake.clear()
+            while items:
+                batch: list[Observed] = []
+                markers: list[threading.Event] = []
+                while items and len(batch) < BATCH_SIZE:
+                    entry = items.popleft()
+                    if entry is _STOP:
+                        stop = True
+                    elif isinstance(entry, threading.Event):
+                        markers.append(entry)
+                    else:
+                        batch.append(entry)
+                if batch:
+                    self._write_batch(batch)
+                for marker in markers:
+                    marker.set()
+                with self._drained:
+                    self._drained.notify_all()
         self._close_sinks()
 
     def _write_batch(self, items: Sequence[Observed]) -> None:
@@ -662,7 +709,7 @@ class AuditTrail:
         for item in items:
             try:
                 for record in self.build(item):
-                    lines.append((record, json.dumps(record, ensure_ascii=False, default=str)))
+                    lines.append((record, to_json(record, fallback=str).decode()))
             except Exception:
                 self.failed += 1
                 logger.exception("could not build an audit record")
@@ -696,7 +743,8 @@ class AuditTrail:
         if self._thread is None or not self._thread.is_alive():
             return True
         marker = threading.Event()
-        self.queue.put(marker)
+        self._items.append(marker)
+        self._wake.set()
         return marker.wait(timeout)
 
     def close(self, timeout: float | None = 10.0) -> None:
@@ -709,7 +757,8 @@ class AuditTrail:
         with contextlib.suppress(Exception):
             atexit.unregister(self.close)
         if thread is not None and thread.is_alive():
-            self.queue.put(_STOP)
+            self._items.append(_STOP)
+            self._wake.set()
             thread.join(timeout)
             if thread.is_alive():
                 logger.error("the audit trail did not finish writing within %s s", timeout)

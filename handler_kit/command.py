@@ -243,23 +243,73 @@ def _validate(event_name: str, data: dict[str, Any]) -> Any:
 
 
 def _run_answer(app: HookApp, event: Any, handlers: Any) -> Answer:
-    """:meth:`HookApp.answer` on a loop of our own.
+    """:meth:`HookApp.answer`, on an event loop only when one can be needed.
 
-    Not ``asyncio.run``: it waits for the default executor's threads on the way out, so a sync
-    handler stuck past its deadline would hold the process until the runtime kills it, and a
-    fail-closed gate's deny would turn into the runtime's fail-open timeout. Here the answer is
-    returned as soon as it is decided (``loop.close()`` does not wait for the executor), and
-    :func:`_leave_now` exits without joining such a thread.
+    Importing :mod:`asyncio` is about a quarter of this process's start-up, and most gates are
+    ``async def`` functions that decide without awaiting anything: such a handler's coroutine
+    finishes on its first step (``HookApp`` runs that step inline, see ``_run_async_fast``),
+    so ``answer()`` completes without ever suspending and is driven here with one
+    ``send(None)``, no loop. That is certain, not hoped for, when: at most one handler runs
+    (several are gathered on a loop), no wrappers, the handler's code has no ``await``,
+    ``async for`` or ``async with`` (it cannot suspend), and nothing the app imported uses
+    asyncio (so nothing it calls synchronously expects a running loop). A non-suspending
+    handler cannot be cut off by its deadline on a loop either: the answer is the same.
+
+    Otherwise a loop of our own, not ``asyncio.run``: that waits for the default executor's
+    threads on the way out, so a sync handler stuck past its deadline would hold the process
+    until the runtime kills it, and a fail-closed gate's deny would become the runtime's
+    fail-open timeout. ``loop.close()`` does not wait; :func:`_leave_now` exits without
+    joining such a thread.
     """
+    context = {"pid": os.getpid()}
+    if handlers is None:
+        handlers = app.matching(event)
+    if (
+        len(handlers) <= 1
+        and not app.wrappers
+        and "asyncio" not in sys.modules
+        and all(h.is_async and _never_suspends(h.func) for h in handlers)
+    ):
+        coro = app.answer(event, handlers, transport="command", context=context)
+        try:
+            coro.send(None)
+        except StopIteration as done:
+            return done.value
+        coro.close()  # unreachable by the conditions above; say so rather than guess
+        raise RuntimeError("answer() suspended although no handler can")
     import asyncio
 
     loop = asyncio.new_event_loop()
     try:
         return loop.run_until_complete(
-            app.answer(event, handlers, transport="command", context={"pid": os.getpid()})
+            app.answer(event, handlers, transport="command", context=context)
         )
     finally:
         loop.close()
+
+
+_SUSPENDING_OPS: frozenset[int] | None = None
+
+
+def _never_suspends(func: Any) -> bool:
+    """True when ``func``'s own code cannot suspend: no await, ``async for``/``async with``.
+
+    Read from the bytecode (2-byte units since 3.6; inline caches are units of opcode 0).
+    Anything without a plain code object (a callable instance, a C function) is "may
+    suspend", which only means it runs on a loop.
+    """
+    global _SUSPENDING_OPS
+    if _SUSPENDING_OPS is None:
+        import opcode
+
+        names = ("GET_AWAITABLE", "GET_AITER", "GET_ANEXT", "BEFORE_ASYNC_WITH", "SEND")
+        _SUSPENDING_OPS = frozenset(opcode.opmap[n] for n in names if n in opcode.opmap)
+    code = getattr(func, "__code__", None)
+    if code is None:
+        return False
+    raw = code.co_code
+    ops = _SUSPENDING_OPS
+    return not any(raw[i] in ops for i in range(0, len(raw), 2))
 
 
 def _exit_code_answer(app: HookApp, answer: Answer) -> tuple[int, bytes, str]:

@@ -119,3 +119,24 @@ def chatty(event: SessionStart):
     print("print() to stdout")
     os.system("echo child process writing to fd 1")
     return {"continue": False, "stopReason": "Maintenance window."}
+
+
+@crashy.pre_tool_use(matcher="async_refund", fail_closed=True)
+async def crashing_async_gate(event: PreToolUse):
+    """Never awaits: answered without an event loop, crash and all."""
+    raise RuntimeError("ledger down")
+
+
+@crashy.pre_tool_use(matcher="slow_async_refund", fail_closed=True, timeout=1)
+async def slow_async_gate(event: PreToolUse):
+    import asyncio  # here, not at the top: this module must not import asyncio
+
+    await asyncio.sleep(30)
+
+
+@crashy.post_tool_use()
+async def awaiting_note(event: PostToolUse) -> str:
+    import asyncio
+
+    await asyncio.sleep(0)
+    return f"awaited on a loop for {event.tool_name}"

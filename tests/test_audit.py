@@ -356,10 +356,11 @@ def test_ids_and_keys() -> None:
     )
     assert parse_traceparent("00-" + "0" * 32 + "-00f067aa0ba902b7-01") is None
     assert parse_traceparent("garbage") is None
-    a = PreToolUse(hook_event_name="PreToolUse", tool_use_id="t1", tool_input={"a": 1, "b": 2})
-    b = PreToolUse(hook_event_name="PreToolUse", tool_use_id="t1", tool_input={"b": 2, "a": 1})
+    body = '{"hook_event_name":"PreToolUse","tool_use_id":"t1","tool_input":{"a":1,"b":2}}'
+    a = PreToolUse.model_validate_json(body)
+    b = PreToolUse.model_validate_json(body.replace('"t1",', '"t1","turn_id":null,'))
     c = PreToolUse(hook_event_name="PreToolUse", tool_use_id="t1", tool_input={"a": 2})
-    assert idempotency_key(a, "h") == idempotency_key(b, "h")
+    assert idempotency_key(a, "h") == idempotency_key(b, "h")  # the same input (nulls dropped)
     assert idempotency_key(a, "h") != idempotency_key(c, "h")  # same id, other input
     assert idempotency_key(a, "h") != idempotency_key(a, "g")
     session_only = UserPromptSubmit(hook_event_name="UserPromptSubmit", session_id="s9")

@@ -376,8 +376,14 @@ def crash_runs() -> dict[str, Run]:
     prompt = event_json(hook_event_name="UserPromptSubmit", prompt="hello")
     stop = event_json(hook_event_name="Stop", stop_hook_active=False)
     start = event_json(hook_event_name="SessionStart", source="startup")
+    async_refund = event_json(hook_event_name="PreToolUse", tool_name="async_refund")
+    slow_async = event_json(hook_event_name="PreToolUse", tool_name="slow_async_refund")
+    post = event_json(hook_event_name="PostToolUse", tool_name="Read", tool_response={})
     return run_many(
         {
+            "async-crash": (["command", CRASHY], async_refund),
+            "async-stuck-exit": (["command", CRASHY, "--exit-codes"], slow_async),
+            "awaiting": (["command", CRASHY], post),
             "crash": (["command", CRASHY], refund),
             "crash-exit": (["command", CRASHY, "--exit-codes"], refund),
             "stuck": (["command", CRASHY], slow),
@@ -408,6 +414,23 @@ def test_fail_closed_gate_that_crashes_still_denies(crash_runs: dict[str, Run]) 
     # exit-code dialect: stderr is the reason the model reads, and nothing else
     assert (crash_runs["crash-exit"].code, crash_runs["crash-exit"].stdout) == (2, b"")
     assert crash_runs["crash-exit"].stderr == reason + "\n"
+
+
+def test_async_handlers_with_and_without_an_event_loop(crash_runs: dict[str, Run]) -> None:
+    """An async gate that never awaits is answered without a loop (crash included: still the
+    fail-closed deny); one that awaits runs on a loop, deadline included."""
+    crash = crash_runs["async-crash"]
+    assert crash.code == 0
+    reason = fail_closed_reason("crashing_async_gate", "failed")
+    assert json.loads(crash.stdout) == claude_json("PreToolUse", "deny", reason)
+    assert "RuntimeError: ledger down" in crash.stderr
+    stuck = crash_runs["async-stuck-exit"]
+    reason = fail_closed_reason("slow_async_gate", "did not answer in time")
+    assert (stuck.code, stuck.stdout, stuck.stderr) == (2, b"", reason + "\n")
+    awaiting = crash_runs["awaiting"]
+    assert (awaiting.code, awaiting.stderr) == (0, "")
+    text = "awaited on a loop for Read"
+    assert json.loads(awaiting.stdout) == claude_json("PostToolUse", "context", text)
 
 
 def test_fail_closed_gate_stuck_past_its_deadline_denies_and_exits(
@@ -464,10 +487,20 @@ report = {
         n for n in names if n in vars(events) and vars(events)[n].__pydantic_complete__
     ),
     "claude_events_defined": "handler_kit._claude_events" in sys.modules,
+    "asyncio": "asyncio" in sys.modules,
     "server_stack": sorted(m for m in sys.modules if m.split(".")[0] in %r),
 }
 sys.stderr.write("REPORT " + json.dumps(report) + "\\n")
 """
+REFUND_OVER = event_json(
+    hook_event_name="PreToolUse",
+    session_id="s",
+    tool_name="issue_refund",
+    tool_input={"order_id": "4821", "amount": 640},
+)
+BASH_NPM = event_json(
+    hook_event_name="PreToolUse", tool_name="Bash", tool_input={"command": "npm test"}
+)
 
 
 def imported_modules(importtime_stderr: str) -> set[str]:
@@ -478,30 +511,37 @@ def imported_modules(importtime_stderr: str) -> set[str]:
     }
 
 
-def test_command_path_imports_no_server_stack_and_builds_one_model() -> None:
-    stdin = (
-        (PAYLOADS / "PreToolUse" / "docs_example_prompt_id_7.json").read_bytes()
-        if PAYLOADS.is_dir()
-        else event_json(hook_event_name="PreToolUse", tool_name="Bash", tool_input={})
-    )
+def test_command_path_imports_no_server_stack() -> None:
+    """The real console script under ``-X importtime``: an async gate that never awaits
+    (the refund gate) runs without asyncio; a sync handler runs on a loop; neither imports
+    the server stack or argparse."""
     python = str(BIN / "python")
-    # the real console script, under -X importtime
-    traced = run(["command", APP], stdin, program=[python, "-X", "importtime", str(HANDLER_KIT)])
-    assert traced.code == 0 and traced.stdout.startswith(b"{")
-    modules = imported_modules(traced.stderr)
-    assert "handler_kit.command" in modules and "pydantic" in modules
-    loaded = sorted(m for m in modules if m.split(".")[0] in SERVER_STACK)
-    assert loaded == []
-    assert not {"handler_kit.server", "handler_kit.http", "handler_kit.mcp"} & modules
-    assert "argparse" not in modules  # the fast path of the console script
-    # in-process: which models were built, and the same import check from sys.modules
-    probe = run([], stdin, program=[python, "-c", PROBE % (SERVER_STACK,)])
+    program = [python, "-X", "importtime", str(HANDLER_KIT)]
+    runs = {
+        name: run(["command", APP], stdin, program=program)
+        for name, stdin in (("async gate", REFUND_OVER), ("sync handler", BASH_NPM))
+    }
+    for name, traced in runs.items():
+        assert traced.code == 0 and b"permissionDecision" in traced.stdout, name
+        modules = imported_modules(traced.stderr)
+        assert "handler_kit.command" in modules and "pydantic" in modules
+        assert sorted(m for m in modules if m.split(".")[0] in SERVER_STACK) == []
+        assert not {"handler_kit.server", "handler_kit.http", "handler_kit.mcp"} & modules
+        assert "argparse" not in modules  # the console script's fast path
+        assert ("asyncio" in modules) is (name == "sync handler"), name
+
+
+def test_command_path_builds_one_model() -> None:
+    python = str(BIN / "python")
+    probe = run([], REFUND_OVER, program=[python, "-c", PROBE % (SERVER_STACK,)])
+    assert json.loads(probe.stdout) == claude_json("PreToolUse", "deny", hook_app.REFUND_DENY)
     line = next(x for x in probe.stderr.splitlines() if x.startswith("REPORT "))
     report = json.loads(line.removeprefix("REPORT "))
     assert report == {
         "code": 0,
         "built": ["PreToolUse"],
         "claude_events_defined": False,
+        "asyncio": False,
         "server_stack": [],
     }
 
