@@ -26,7 +26,9 @@ are held back and written after the answer is decided, one line each (full trace
 stderr carries the reason and nothing else: the runtime hands all of it to the model.
 
 Start-up matters (one process per tool call): this module imports only the core, never the
-server stack (starlette, uvicorn, mcp, httpx), and builds only the input's own event model.
+server stack (starlette, uvicorn, mcp, httpx) nor argparse (see :func:`parse_fast`), builds only
+the input's own event model, and answers an async handler that cannot suspend without importing
+asyncio at all (see :func:`_run_answer`).
 """
 
 from __future__ import annotations

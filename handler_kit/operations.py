@@ -20,6 +20,7 @@ them):
 ``HANDLER_KIT_AUDIT_TOOL_INPUT=0``            do not record ``tool_input``
 ``HANDLER_KIT_AUDIT_QUEUE``                   queue size (answers), default 10000
 ``HANDLER_KIT_AUDIT_ON_FULL``                 ``block`` (default) or ``drop``
+``HANDLER_KIT_AUDIT_PROCESS=0``               write in a server thread, not a writer process
 ``HANDLER_KIT_METRICS=1``                     serve ``/metrics``
 ``HANDLER_KIT_OTEL=1``                        one OpenTelemetry span per invocation
 ``HANDLER_KIT_IDEMPOTENCY_REDIS_URL``         Redis store for idempotent handlers
@@ -77,6 +78,7 @@ class OperationsConfig:
     audit_tool_input: bool = True
     audit_queue_size: int = 10_000
     audit_on_full: str = "block"
+    audit_process: bool = True  # build and write records in a writer process (servers)
     metrics: bool = False
     otel: bool = False
     tracer_provider: Any = None  # an OpenTelemetry TracerProvider; implies otel
@@ -96,6 +98,8 @@ class OperationsConfig:
             not in ("0", "false", "no", "off"),
             audit_queue_size=int(env.get("HANDLER_KIT_AUDIT_QUEUE") or 10_000),
             audit_on_full=(env.get("HANDLER_KIT_AUDIT_ON_FULL") or "block").strip().lower(),
+            audit_process=env.get("HANDLER_KIT_AUDIT_PROCESS", "1").strip().lower()
+            not in ("0", "false", "no", "off"),
             metrics=_flag(env.get("HANDLER_KIT_METRICS")),
             otel=_flag(env.get("HANDLER_KIT_OTEL")),
             idempotency_redis_url=env.get("HANDLER_KIT_IDEMPOTENCY_REDIS_URL") or None,
@@ -285,21 +289,23 @@ def install_operations(
 def _audit(hook_app: HookApp, settings: OperationsConfig, *, command: bool) -> AuditTrail | None:
     if not (settings.audit or settings.audit_sinks):
         return None
-    from handler_kit.audit import AuditTrail, RecordPolicy, Redactor, build_records, parse_sinks
+    from handler_kit.audit import AuditTrail, RecordPolicy, Redactor
 
-    sinks = [*parse_sinks(settings.audit, command=command), *settings.audit_sinks]
     policy = RecordPolicy(
         redactor=Redactor(settings.audit_redact),
         tool_input=settings.audit_tool_input,
         text=settings.audit_text,
     )
-    name = hook_app.name
     return AuditTrail(
-        sinks,
-        lambda item: build_records(item, name, policy),
+        hook_app.name,
+        policy,
+        specs=settings.audit,
+        sinks=settings.audit_sinks,
+        process=settings.audit_process,
         queue_size=settings.audit_queue_size,
         on_full=settings.audit_on_full,
         synchronous=command,
+        redact_paths=settings.audit_redact,
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -71,8 +72,14 @@ class Process:
 
     def __init__(self, argv: list[str], env: dict[str, str], cwd: Path = REPO) -> None:
         self._log = tempfile.TemporaryFile(mode="w+b")  # noqa: SIM115 (closed in stop())
+        # its own process group, so stop() reaches uvicorn's worker processes too
         self.proc = subprocess.Popen(
-            argv, env=env, cwd=cwd, stdout=self._log, stderr=subprocess.STDOUT
+            argv,
+            env=env,
+            cwd=cwd,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
 
     def output(self) -> str:
@@ -106,14 +113,21 @@ class Process:
         raise AssertionError(f"server not healthy within {timeout} s:\n{self.output()}")
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+        stop_group(self.proc)
         self._log.close()
+
+
+def stop_group(proc: subprocess.Popen[Any]) -> None:
+    """SIGTERM a process started with ``start_new_session=True`` and its group (uvicorn's
+    workers), then SIGKILL what is left after 10 s: no test leaves a server behind."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=10)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    if proc.poll() is None:
+        proc.wait(timeout=10)
 
 
 @contextlib.contextmanager

@@ -320,30 +320,60 @@ def test_sqlite_query_api(tmp_path: Path) -> None:
         store.recent(5, password="x")
 
 
-def test_flush_and_close_write_everything_queued(tmp_path: Path) -> None:
-    """Records queued faster than the sink writes are all there after close()."""
+def _observed(n: int = 0) -> Observed:
+    event = PreToolUse.model_validate(pre_tool_use("issue_refund", f"tu-{n}", amount=900))
+    answer = asyncio.run(_app().answer(event))
+    return Observed(answer, "direct", None, None, 1_700_000_000_000_000_000 + n, 1)
+
+
+def test_flush_and_close_write_everything_queued() -> None:
+    """Answers queued faster than the sink writes are all there after close()."""
     gate = threading.Event()
     sink = _MemorySink(gate=gate)
-    trail = AuditTrail([sink], lambda item: [{"n": item}], queue_size=100_000)
-    for n in range(5000):
-        trail.submit(n)  # type: ignore[arg-type]
-    assert len(sink.records) < 5000  # the writer is held at its first batch
+    trail = AuditTrail("a", RecordPolicy(), sinks=[sink], queue_size=100_000)
+    item = _observed()
+    for _ in range(3000):
+        trail.submit(item)
+    assert len(sink.records) < 6000  # the writer is held at its first batch
     gate.set()
     trail.close()
-    assert [r["n"] for r in sink.records] == list(range(5000))
+    assert len(sink.records) == 6000
+    assert [r["kind"] for r in sink.records[:2]] == ["invocation", "answer"]
     assert sink.closed
 
 
 def test_full_queue_drops_and_counts_when_told_to() -> None:
     gate = threading.Event()
     sink = _MemorySink(gate=gate)
-    trail = AuditTrail([sink], lambda item: [{"n": item}], queue_size=10, on_full="drop")
-    for n in range(100):
-        trail.submit(n)  # type: ignore[arg-type]
+    trail = AuditTrail("a", RecordPolicy(), sinks=[sink], queue_size=10, on_full="drop")
+    item = _observed()
+    for _ in range(100):
+        trail.submit(item)
     gate.set()
     trail.close()
     assert trail.dropped > 0
-    assert len(sink.records) + trail.dropped == 100
+    assert len(sink.records) // 2 + trail.dropped == 100
+
+
+def test_writer_process_flush_close_and_fallback(tmp_path: Path) -> None:
+    """Records are written by a writer process; flush() waits for it; if it dies, the
+    server's writer thread takes over and nothing submitted afterwards is lost."""
+    path = tmp_path / "audit.jsonl"
+    trail = AuditTrail("a", RecordPolicy(), specs=[f"jsonl:{path}"])
+    for n in range(10):
+        trail.submit(_observed(n))
+    assert trail.flush()
+    assert trail.process is not None and trail.process.proc.poll() is None
+    assert len(read_jsonl(path)) == 20
+    trail.process.proc.kill()
+    trail.process.proc.wait(10)
+    for n in range(10, 20):
+        trail.submit(_observed(n))
+    trail.close()
+    records = read_jsonl(path)
+    assert len(records) == 40
+    answers = [r["tool_use_id"] for r in records if r["kind"] == "answer"]
+    assert answers == [f"tu-{n}" for n in range(20)]
 
 
 def test_ids_and_keys() -> None:

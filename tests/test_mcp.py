@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 import httpx2
 import pytest
+from core_support import stop_group
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -983,7 +984,9 @@ def test_serve_with_two_workers_answers_mcp_and_webhook(tmp_path: Path) -> None:
         "warning",
     ]
     log = (tmp_path / "serve.log").open("w")
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120  # two workers importing on a loaded CI box
@@ -1026,11 +1029,7 @@ def test_serve_with_two_workers_answers_mcp_and_webhook(tmp_path: Path) -> None:
                 assert response.status_code == 200
                 assert response.text == (DENY_640 if i % 2 else "{}")
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop_group(process)
         log.close()
 
 
