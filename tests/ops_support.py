@@ -222,9 +222,12 @@ async def send_many(
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The complete lines of a JSON-lines file that may be being written (a last line without
+    its newline is not there yet)."""
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    complete = path.read_text(encoding="utf-8").split("\n")[:-1]
+    return [json.loads(line) for line in complete if line]
 
 
 # -- redis-server ---------------------------------------------------------------------------
