@@ -60,7 +60,15 @@ def clean_env(**extra: str) -> dict[str, str]:
         key: value
         for key, value in os.environ.items()
         if not key.startswith("HANDLER_KIT_")
-        and key not in ("REFUND_LIMIT", "RETURNS_POLICY", "TICKET_PATTERN", "HOST", "PORT")
+        and key
+        not in (
+            "REFUND_LIMIT",
+            "RETURNS_POLICY",
+            "TICKET_PATTERN",
+            "HOST",
+            "PORT",
+            "PROMETHEUS_MULTIPROC_DIR",
+        )
     }
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
 import json
 import os
 import shutil
@@ -25,6 +24,7 @@ from typing import Any
 
 import httpx
 import pytest
+from core_support import clean_env, free_port
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = REPO / "tests"
@@ -34,29 +34,6 @@ OLD_TOKEN = "ops-old-token-fedcba9876543210"
 STARTED = "Application startup complete."
 # Loading the CA bundle once, not once per client.
 _SSL_CONTEXT = ssl.create_default_context()
-
-# httpcore tries `import sniffio` on every lock it makes (several per request); when sniffio
-# is not installed, each failed import searches all of sys.path again, which costs more than
-# the request. A None entry makes that import fail at once (Python's documented behaviour).
-if importlib.util.find_spec("sniffio") is None:
-    sys.modules.setdefault("sniffio", None)  # type: ignore[arg-type]
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    """This environment without any HANDLER_KIT_* or Prometheus setting, plus ``extra``."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("HANDLER_KIT_") and k != "PROMETHEUS_MULTIPROC_DIR"
-    }
-    env.update(extra)
-    return env
 
 
 class Server:
