@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 from handler_kit.app import Answer, Handler, HookApp, Invocation
 from handler_kit.events import (
     EVENT_MODELS,
+    EVENT_NAMES,
+    RUNBEAR_EVENTS,
     HookEvent,
     PostToolUse,
     PreToolUse,
@@ -70,32 +72,10 @@ if TYPE_CHECKING:
 # name -> module, imported on first access (PEP 562): the server stack stays out of command hooks,
 # and so do the classes of the Claude-Code-only events (see handler_kit.events.EVENT_MODELS).
 _LAZY = {
-    "ConfigChange": "handler_kit.events",
-    "CwdChanged": "handler_kit.events",
-    "DirectoryAdded": "handler_kit.events",
-    "Elicitation": "handler_kit.events",
-    "ElicitationResult": "handler_kit.events",
-    "FileChanged": "handler_kit.events",
-    "InstructionsLoaded": "handler_kit.events",
-    "MessageDisplay": "handler_kit.events",
-    "Notification": "handler_kit.events",
-    "PermissionDenied": "handler_kit.events",
-    "PermissionRequest": "handler_kit.events",
-    "PostCompact": "handler_kit.events",
-    "PostToolBatch": "handler_kit.events",
-    "PostToolUseFailure": "handler_kit.events",
-    "PreCompact": "handler_kit.events",
-    "SessionEnd": "handler_kit.events",
-    "Setup": "handler_kit.events",
-    "StopFailure": "handler_kit.events",
-    "SubagentStart": "handler_kit.events",
-    "SubagentStop": "handler_kit.events",
-    "TaskCompleted": "handler_kit.events",
-    "TaskCreated": "handler_kit.events",
-    "TeammateIdle": "handler_kit.events",
-    "UserPromptExpansion": "handler_kit.events",
-    "WorktreeCreate": "handler_kit.events",
-    "WorktreeRemove": "handler_kit.events",
+    # the Claude-Code-only event classes: handler_kit.events defines them on first use too
+    **dict.fromkeys(
+        (name for name in EVENT_NAMES if name not in RUNBEAR_EVENTS), "handler_kit.events"
+    ),
     "BearerAuth": "handler_kit.auth",
     "StaticTokenAuth": "handler_kit.auth",
     "JWTAuth": "handler_kit.auth",

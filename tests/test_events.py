@@ -223,3 +223,16 @@ def test_matcher_value_per_event():
         None
     )
     assert parse_event({"hook_event_name": "PreToolUse"}).matcher_value() is None
+
+
+def test_every_public_name_resolves_and_every_event_is_exported() -> None:
+    """``handler_kit.__all__`` is the public API: each name must load (several lazily), and
+    each event model must be reachable as ``handler_kit.<EventName>``."""
+    import handler_kit
+    from handler_kit.events import EVENT_MODELS
+
+    for name in handler_kit.__all__:
+        assert getattr(handler_kit, name) is not None, name
+    for name in EVENT_MODELS:
+        assert name in handler_kit.__all__, name
+        assert getattr(handler_kit, name) is EVENT_MODELS[name]
