@@ -1,4 +1,4 @@
-"""Benchmark suite for handler-kit (issue 7): ``python -m bench`` / ``make bench``.
+"""Benchmark suite for handler-kit: ``python -m bench`` / ``make bench``.
 
 See ``bench/README.md`` for what is measured, how, and how to read the output.
 """

@@ -51,7 +51,7 @@ WEBHOOK_HEADERS: dict[str, str] = {
 }
 
 # What the mcp 2.3.0 ``Client`` (mode="auto", which lands on 2026-07-28 against a 2.3 server)
-# sends for ``call_tool``: captured on the wire from a real client, see README "MCP request".
+# sends for ``call_tool``: captured on the wire from a real client, see bench/README.md.
 MCP_PROTOCOL_VERSION = "2026-07-28"
 MCP_HEADERS: dict[str, str] = {
     "Authorization": f"Bearer {TOKEN}",

@@ -61,11 +61,11 @@ def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def handler_kit_argv() -> list[str]:
-    """``handler-kit`` as installed next to this interpreter, else ``python -m handler_kit.cli``."""
+    """``handler-kit`` as installed next to this interpreter, else ``python -m handler_kit``."""
     script = Path(sys.executable).with_name("handler-kit")
     if script.exists():
         return [str(script)]
-    return [sys.executable, "-m", "handler_kit.cli"]
+    return [sys.executable, "-m", "handler_kit"]
 
 
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100

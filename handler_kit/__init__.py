@@ -1,50 +1,33 @@
 """handler-kit: typed agent hook handlers, served as a webhook, MCP tools or command hooks.
 
-Importing this package loads only the core (events, outputs, registry): a command hook pays
-for nothing else. Server-side names are loaded on first use.
+Every public name is importable from here. Importing this package loads nothing but the
+standard library: each name is imported on first use (PEP 562), so ``handler-kit forward``
+and the CLI's help start fast, a command hook pays only for the core, and the server stack
+(starlette, uvicorn, mcp) loads only in a server.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from handler_kit.app import Answer, Handler, HookApp, Invocation
-from handler_kit.events import (
-    EVENT_MODELS,
-    EVENT_NAMES,
-    RUNBEAR_EVENTS,
-    HookEvent,
-    PostToolUse,
-    PreToolUse,
-    SessionStart,
-    Stop,
-    UserPromptSubmit,
-    parse_event,
-)
-from handler_kit.matchers import MatcherError, compile_matcher
-from handler_kit.merge import Failure, Merged, merge
-from handler_kit.outputs import (
-    Output,
-    OutputError,
-    allow,
-    ask,
-    block,
-    context,
-    deny,
-    halt,
-    parse_output,
-    rewrite,
-)
+from handler_kit import _compat
+from handler_kit._version import __version__
 
 if TYPE_CHECKING:
     from handler_kit.auth import BearerAuth, JWTAuth, StaticTokenAuth
-    from handler_kit.events import (
+    from handler_kit.config import OperationsConfig, ServerConfig
+    from handler_kit.core.app import Answer, Handler, HookApp, Invocation
+    from handler_kit.core.events import (
+        EVENT_MODELS,
+        EVENT_NAMES,
+        RUNBEAR_EVENTS,
         ConfigChange,
         CwdChanged,
         DirectoryAdded,
         Elicitation,
         ElicitationResult,
         FileChanged,
+        HookEvent,
         InstructionsLoaded,
         MessageDisplay,
         Notification,
@@ -52,10 +35,14 @@ if TYPE_CHECKING:
         PermissionRequest,
         PostCompact,
         PostToolBatch,
+        PostToolUse,
         PostToolUseFailure,
         PreCompact,
+        PreToolUse,
         SessionEnd,
+        SessionStart,
         Setup,
+        Stop,
         StopFailure,
         SubagentStart,
         SubagentStop,
@@ -63,26 +50,106 @@ if TYPE_CHECKING:
         TaskCreated,
         TeammateIdle,
         UserPromptExpansion,
+        UserPromptSubmit,
         WorktreeCreate,
         WorktreeRemove,
+        parse_event,
     )
-    from handler_kit.server import ServerConfig, create_asgi_app
+    from handler_kit.core.matchers import MatcherError, compile_matcher
+    from handler_kit.core.merge import Failure, Merged, merge
+    from handler_kit.core.outputs import (
+        Output,
+        OutputError,
+        allow,
+        ask,
+        block,
+        context,
+        deny,
+        halt,
+        parse_output,
+        rewrite,
+    )
+    from handler_kit.ops.audit import AuditStore
+    from handler_kit.server import create_asgi_app
+    from handler_kit.server.mcp import create_mcp_mount
     from handler_kit.testing import HookClient
 
-# name -> module, imported on first access (PEP 562): the server stack stays out of command hooks,
-# and so do the classes of the Claude-Code-only events (see handler_kit.events.EVENT_MODELS).
-_LAZY = {
-    # the Claude-Code-only event classes: handler_kit.events defines them on first use too
+_EVENTS = "handler_kit.core.events"
+# name -> the module that defines it, imported on first access
+_LAZY: dict[str, str] = {
+    "Answer": "handler_kit.core.app",
+    "Handler": "handler_kit.core.app",
+    "HookApp": "handler_kit.core.app",
+    "Invocation": "handler_kit.core.app",
+    "EVENT_MODELS": _EVENTS,
+    "EVENT_NAMES": _EVENTS,
+    "RUNBEAR_EVENTS": _EVENTS,
+    "HookEvent": _EVENTS,
+    "parse_event": _EVENTS,
+    "MatcherError": "handler_kit.core.matchers",
+    "compile_matcher": "handler_kit.core.matchers",
+    "Failure": "handler_kit.core.merge",
+    "Merged": "handler_kit.core.merge",
+    "merge": "handler_kit.core.merge",
     **dict.fromkeys(
-        (name for name in EVENT_NAMES if name not in RUNBEAR_EVENTS), "handler_kit.events"
+        (
+            "Output",
+            "OutputError",
+            "allow",
+            "ask",
+            "block",
+            "context",
+            "deny",
+            "halt",
+            "parse_output",
+            "rewrite",
+        ),
+        "handler_kit.core.outputs",
     ),
     "BearerAuth": "handler_kit.auth",
     "StaticTokenAuth": "handler_kit.auth",
     "JWTAuth": "handler_kit.auth",
-    "ServerConfig": "handler_kit.server",
+    "ServerConfig": "handler_kit.config",
+    "OperationsConfig": "handler_kit.config",
+    "AuditStore": "handler_kit.ops.audit",
     "create_asgi_app": "handler_kit.server",
+    "create_mcp_mount": "handler_kit.server.mcp",
     "HookClient": "handler_kit.testing",
 }
+_EVENT_CLASSES = (
+    "ConfigChange",
+    "CwdChanged",
+    "DirectoryAdded",
+    "Elicitation",
+    "ElicitationResult",
+    "FileChanged",
+    "InstructionsLoaded",
+    "MessageDisplay",
+    "Notification",
+    "PermissionDenied",
+    "PermissionRequest",
+    "PostCompact",
+    "PostToolBatch",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PreCompact",
+    "PreToolUse",
+    "SessionEnd",
+    "SessionStart",
+    "Setup",
+    "Stop",
+    "StopFailure",
+    "SubagentStart",
+    "SubagentStop",
+    "TaskCompleted",
+    "TaskCreated",
+    "TeammateIdle",
+    "UserPromptExpansion",
+    "UserPromptSubmit",
+    "WorktreeCreate",
+    "WorktreeRemove",
+)
+_LAZY.update(dict.fromkeys(_EVENT_CLASSES, _EVENTS))
 
 
 def __getattr__(name: str) -> Any:
@@ -91,12 +158,23 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'handler_kit' has no attribute {name!r}")
     import importlib
 
-    return getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # the next access is a plain attribute
+    return value
 
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
+
+_compat.install()
 
 __all__ = [
     "EVENT_MODELS",
+    "EVENT_NAMES",
+    "RUNBEAR_EVENTS",
     "Answer",
+    "AuditStore",
     "BearerAuth",
     "ConfigChange",
     "CwdChanged",
@@ -116,6 +194,7 @@ __all__ = [
     "Merged",
     "MessageDisplay",
     "Notification",
+    "OperationsConfig",
     "Output",
     "OutputError",
     "PermissionDenied",
@@ -142,12 +221,14 @@ __all__ = [
     "UserPromptSubmit",
     "WorktreeCreate",
     "WorktreeRemove",
+    "__version__",
     "allow",
     "ask",
     "block",
     "compile_matcher",
     "context",
     "create_asgi_app",
+    "create_mcp_mount",
     "deny",
     "halt",
     "merge",

@@ -147,9 +147,11 @@ class JWTAuth:
             key: Any = self._key
             if self._jwks is not None:
                 key = self._jwks.get_signing_key_from_jwt(token).key
-            options = {"require": ["exp"], "verify_aud": self._audience is not None}
-            if self._issuer is not None:
-                options["require"].append("iss")
+            required = ["exp"] if self._issuer is None else ["exp", "iss"]
+            options: jwt.types.Options = {
+                "require": required,
+                "verify_aud": self._audience is not None,
+            }
             return jwt.decode(
                 token,
                 key=key,

@@ -8,7 +8,7 @@
 from handler_kit.dispatcher.core import MAX_CONCURRENT_HANDLERS, Dispatcher, ssl_context
 from handler_kit.dispatcher.outcome import HandlerReport, Outcome
 from handler_kit.dispatcher.thread import Thread
-from handler_kit.document import DocumentError
+from handler_kit.runbear.document import DocumentError
 
 __all__ = [
     "MAX_CONCURRENT_HANDLERS",

@@ -4,7 +4,7 @@ For one event it finds the handlers whose matcher applies (SessionStart matches 
 UserPromptSubmit and Stop ignore matchers), runs them concurrently, at most 4 at a time and each
 to completion within its timeout (5 s on SessionStart, 3 s elsewhere, at most 10 s), reads every
 answer (``http_call.py``, ``mcp_call.py``), merges them with the shared
-:func:`handler_kit.merge.merge` in the ``runbear`` dialect, and applies the thread rules
+:func:`handler_kit.core.merge.merge` in the ``runbear`` dialect, and applies the thread rules
 (``thread.py``). The result is an :class:`~handler_kit.dispatcher.outcome.Outcome`.
 
 It exists so users can check, before an agent ever calls them, what the runtime will make of
@@ -24,11 +24,15 @@ from typing import Any
 
 import httpx
 
+from handler_kit.core.events import RUNBEAR_EVENTS
+from handler_kit.core.matchers import compile_matcher
+from handler_kit.core.merge import Failure, merge
+from handler_kit.core.outputs import Output
 from handler_kit.dispatcher.http_call import Resolver, call_http, resolve_host
 from handler_kit.dispatcher.mcp_call import McpServer, call_mcp_tool
 from handler_kit.dispatcher.outcome import HandlerReport, Outcome
 from handler_kit.dispatcher.thread import Thread
-from handler_kit.document import (
+from handler_kit.runbear.document import (
     FAIL_CLOSED_EVENTS,
     HooksDocument,
     HttpHandler,
@@ -36,10 +40,6 @@ from handler_kit.document import (
     parse_document,
     timeout_for,
 )
-from handler_kit.events import RUNBEAR_EVENTS
-from handler_kit.matchers import compile_matcher
-from handler_kit.merge import Failure, merge
-from handler_kit.outputs import Output
 
 logger = logging.getLogger("handler_kit.dispatcher")
 
@@ -52,7 +52,7 @@ UNMATCHED_EVENTS = frozenset({"UserPromptSubmit", "Stop"})  # a matcher there is
 def ssl_context(ca_file: str | None = None) -> ssl.SSLContext:
     """The default trust (certifi, as httpx uses) plus ``ca_file``: a test CA, e.g. trustme's.
 
-    Cached: loading the default trust store takes ~100 ms, and a test suite builds many
+    Cached: loading the default trust store is slow, and a test suite builds many
     dispatchers. The context is never modified after it is built, so sharing it is safe.
     """
     import certifi
@@ -68,7 +68,7 @@ class Dispatcher:
 
     ``document``: the hooks document (a dict as PUT takes it, or a :class:`HooksDocument`);
     it is validated, with ``mcp_servers`` as the agent's known Custom MCP servers, and an invalid
-    one raises :class:`~handler_kit.document.DocumentError` carrying PUT's error body.
+    one raises :class:`~handler_kit.runbear.document.DocumentError` carrying PUT's error body.
     ``mcp_servers``: server name -> Streamable HTTP URL; ``mcp_headers``: server name ->
     headers for it (an ``Authorization``...). ``allow_private`` lets http handlers call private
     and loopback addresses and plain ``http://`` URLs (local tests only: Runbear refuses both).

@@ -28,8 +28,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from handler_kit.document import FORBIDDEN_HEADERS
-from handler_kit.outputs import Output, OutputError, parse_output
+from handler_kit.core.outputs import Output, OutputError, parse_output
+from handler_kit.runbear.document import FORBIDDEN_HEADERS
 
 MAX_BODY_BYTES = 1024 * 1024
 USER_AGENT = "handler-kit-dispatcher/0.1 (Runbear hooks reference runtime)"
@@ -191,7 +191,7 @@ async def call_http(
         return HttpResult(False, error=f"{type(exc).__name__}: {exc or 'transport error'}")
     except OSError as exc:  # e.g. an SSL context that could not be built
         return HttpResult(False, error=f"{type(exc).__name__}: {exc}")
-    if not 200 <= result.status_code < 300:
+    if result.status_code is None or not 200 <= result.status_code < 300:
         snippet = result.body[:200].decode("utf-8", "replace")
         result.error = f"HTTP {result.status_code}" + (f": {snippet}" if snippet else "")
         return result

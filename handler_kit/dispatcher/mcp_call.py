@@ -24,8 +24,8 @@ import ssl
 from dataclasses import dataclass, field
 from typing import Any
 
+from handler_kit.core.outputs import Output, OutputError, parse_output
 from handler_kit.dispatcher.templates import keep_declared, render_input
-from handler_kit.outputs import Output, OutputError, parse_output
 
 logger = logging.getLogger("handler_kit.dispatcher")
 
@@ -139,6 +139,7 @@ async def call_mcp_tool(
     the server's behaviour (that is a failed :class:`McpResult`); cancellation propagates."""
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
+    from mcp.types import TextContent
 
     arguments, empty = render_input(template, payload)
     warnings: list[str] = []
@@ -166,9 +167,7 @@ async def call_mcp_tool(
     except Exception as exc:
         result.error = _describe_error(exc)
         return result
-    text = "\n".join(
-        block.text for block in answer.content if getattr(block, "type", None) == "text"
-    )
+    text = "\n".join(block.text for block in answer.content if isinstance(block, TextContent))
     result.text = text
     if answer.is_error:
         result.error = f"tool returned isError: {text[:500]}" if text else "tool returned isError"

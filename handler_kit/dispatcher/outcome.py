@@ -17,8 +17,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from handler_kit.merge import Merged
-from handler_kit.outputs import Output
+from handler_kit.core.merge import Merged
+from handler_kit.core.outputs import Output
 
 Status = Literal["ok", "failed", "timeout", "skipped"]
 

@@ -9,7 +9,7 @@ token with that same authenticator (:mod:`handler_kit.inspector.session`). The s
 are the only routes served without either: they are the same for everyone and hold no data.
 
 Records are read from a store with the query API of
-:class:`handler_kit.audit_sqlite.AuditStore` (``recent(limit, since_id=..., **filters)`` and
+:class:`handler_kit.ops.audit.sqlite.AuditStore` (``recent(limit, since_id=..., **filters)`` and
 ``get(event_id)``); its queries are blocking SQLite calls, so they run in a worker thread.
 """
 
@@ -85,7 +85,7 @@ class Inspector:
         self.store = store
         self.auth = auth
         self.app_name = app_name
-        self.signer = signer or SessionSigner(session_secret())
+        self.signer = signer or SessionSigner(session_secret(None))
         self.source = source
         self._close_store = close_store
         self._static = {name: (ASSETS / name).read_bytes() for name in STATIC}
@@ -162,7 +162,7 @@ class Inspector:
             records=records,
             filters=filters,
             series=series,
-            events={r.get("event") for r in records if isinstance(r.get("event"), str)},
+            events={event for r in records if isinstance(event := r.get("event"), str)},
             logged_in=self.auth is not None,
             source=self.source,
         )
@@ -179,7 +179,7 @@ class Inspector:
             return _html(render.login_page(app_name=self.app_name, error="Request too large."), 413)
         form = parse_qs(body.decode("utf-8", "replace"), max_num_fields=4)
         token = (form.get("token") or [""])[0]
-        next_path = _safe_next((form.get("next") or [None])[0])
+        next_path = _safe_next(form["next"][0] if form.get("next") else None)
         principal = await self.check_token(token)
         expires = jwt_expiry(token.strip())
         lifetime = self.signer.max_age if expires is None else int(expires - time.time())

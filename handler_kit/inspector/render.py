@@ -12,11 +12,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from typing import Any
 
+from handler_kit.core.names import Status
+
 BASE = "/_inspector"
 # Filter choices shown even before any record has them.
 EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop")
 DECISIONS = ("allow", "deny", "ask", "block", "halt", "none")
-STATUSES = ("ok", "error", "timeout", "fail_closed", "loop_guarded")
+STATUSES = tuple(Status)
 KINDS = (("invocation", "handler calls"), ("answer", "merged answers"))
 COLUMNS = ("Time", "Event", "Handler", "Tool", "Decision", "Reason", "Latency", "Status")
 SPARK_WIDTH, SPARK_HEIGHT = 160, 28

@@ -18,11 +18,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import os
 import secrets
 import time
 
-SECRET_VARIABLE = "HANDLER_KIT_INSPECTOR_SECRET"
 COOKIE_NAME = "hk_inspector"
 MAX_AGE_SECONDS = 8 * 3600
 _VERSION = "v1"
@@ -36,10 +34,8 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def session_secret(environ: dict[str, str] | None = None) -> bytes:
+def session_secret(configured: str | None) -> bytes:
     """The signing secret: the configured one (shared by workers), else a random one."""
-    env = os.environ if environ is None else environ
-    configured = env.get(SECRET_VARIABLE, "").strip()
     if configured:
         # any length works: the key is a digest of it
         return hashlib.sha256(configured.encode()).digest()

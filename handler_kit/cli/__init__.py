@@ -1,0 +1,101 @@
+"""The ``handler-kit`` command.
+
+Each subcommand lives in its own module and is imported only when it runs: ``handler-kit
+command`` is started once per tool call by command-hook runtimes, so this entry point must not
+pull in the server stack (starlette, uvicorn, mcp, httpx) or any other subcommand's imports.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import NamedTuple
+
+from handler_kit._version import __version__
+
+
+class Command(NamedTuple):
+    """One subcommand: the module that implements it and the two functions it is called
+    through, named in full so that a search for a function finds this table."""
+
+    module: str
+    add_arguments: str  # add_arguments(parser: argparse.ArgumentParser) -> None
+    run: str  # run(args: argparse.Namespace) -> int, the exit status
+    help: str
+
+
+COMMANDS: dict[str, Command] = {
+    "serve": Command(
+        "handler_kit.cli.serve",
+        "add_arguments",
+        "run",
+        "serve a HookApp over HTTP(S): webhook + MCP",
+    ),
+    # Never reached through the parser below: main() hands ``command`` to hook.main first,
+    # which parses without argparse and calls these two only for unusual arguments.
+    "command": Command(
+        "handler_kit.command.hook",
+        "add_arguments",
+        "run",
+        "run a HookApp as a command hook (stdin -> stdout)",
+    ),
+    "document": Command(
+        "handler_kit.cli.document",
+        "add_arguments",
+        "run",
+        "print the hooks document for a HookApp",
+    ),
+    "install": Command(
+        "handler_kit.cli.install",
+        "add_install_arguments",
+        "run_install",
+        "write a HookApp's hooks into a settings.json",
+    ),
+    "validate": Command(
+        "handler_kit.cli.dispatch",
+        "add_validate_arguments",
+        "run_validate",
+        "validate a Runbear hooks document",
+    ),
+    "dispatch": Command(
+        "handler_kit.cli.dispatch",
+        "add_dispatch_arguments",
+        "run_dispatch",
+        "run events through the reference dispatcher",
+    ),
+    "send": Command(
+        "handler_kit.cli.dispatch",
+        "add_send_arguments",
+        "run_send",
+        "send one event to one endpoint and explain the answer",
+    ),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv[:1] == ["command"]:  # started once per tool call: its own lean parsing
+        from handler_kit.command.hook import main as command_main
+
+        return command_main(argv[1:])
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="handler-kit", description="Agent hook handlers: serve, run, document, test."
+    )
+    parser.add_argument("--version", action="version", version=f"handler-kit {__version__}")
+    sub = parser.add_subparsers(dest="subcommand", metavar="COMMAND", required=True)
+    # Every subcommand is listed in the help; only the one asked for is imported and given its
+    # arguments (argparse stops at the subcommand's name, so the others are never parsed).
+    chosen = argv[0] if argv else None
+    run = None
+    for name, command in COMMANDS.items():
+        sub_parser = sub.add_parser(name, help=command.help, description=command.help)
+        if name == chosen:
+            module = importlib.import_module(command.module)
+            getattr(module, command.add_arguments)(sub_parser)
+            run = getattr(module, command.run)
+    args = parser.parse_args(argv)
+    assert run is not None  # parse_args exits unless argv[0] named a subcommand
+    return int(run(args) or 0)

@@ -1,0 +1,732 @@
+"""Configuration: the settings of every part of handler-kit, and the only code that reads them
+from the environment.
+
+Each part takes a frozen dataclass built here: :class:`ServerConfig` (the ASGI app: auth, the
+webhook, MCP, the inspector), :class:`OperationsConfig` (audit, metrics, tracing,
+idempotency), :class:`ServeConfig` (``handler-kit serve``: address, TLS, workers),
+:class:`CommandConfig` (``handler-kit command``) and :class:`ClientConfig` (the commands that
+call a server). Everything reachable from the environment is reachable as a constructor
+argument, so code and tests configure handler-kit without touching ``os.environ``; a copy with
+changes is ``dataclasses.replace(config, field=value)``, where a misspelt field is a
+``TypeError``.
+
+:data:`SETTINGS` lists every environment variable once: its field, its parser, its help. The
+``from_env`` constructors read through it, :func:`export_env` writes through it (how ``serve``
+hands its configuration to worker processes), and the docs' table and the CLI's help text are
+rendered from it. A value that does not parse is refused with a message naming the variable;
+a renamed variable is still read, for one release, with a :class:`DeprecatedSetting` warning.
+
+This module imports only the standard library: a command hook reads its configuration on every
+tool call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import re
+import warnings
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    import contextlib
+
+    from opentelemetry.trace import TracerProvider
+    from starlette.routing import BaseRoute
+
+    from handler_kit.auth import BearerAuth
+    from handler_kit.core.outputs import Output
+
+logger = logging.getLogger("handler_kit.config")
+
+Environ = Mapping[str, str]
+DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+DEFAULT_AUDIT_QUEUE_SIZE = 10_000
+DEFAULT_IDEMPOTENCY_TTL = 3600.0
+# The variable a client (``send``, generated documents, installed http hooks) takes its one
+# bearer token from; the server accepts a list (HANDLER_KIT_TOKENS) so tokens can be rotated.
+CLIENT_TOKEN_VARIABLE = "HANDLER_KIT_TOKEN"
+
+
+class ConfigError(ValueError):
+    """A setting is missing, malformed or inconsistent; the message names it."""
+
+
+class DeprecatedSetting(FutureWarning):
+    """A setting was given under its old name. Shown by default: the person who set it is an
+    operator, not the developer who would see a DeprecationWarning."""
+
+
+# -- what code can plug in ---------------------------------------------------------------------
+
+
+class AuditSink(Protocol):
+    """Where audit records go. ``open`` and ``write`` run on the writer thread (or, for a
+    command hook, the main thread), never on the event loop."""
+
+    def open(self) -> None: ...
+
+    def write(self, records: Sequence[tuple[dict[str, Any], str]]) -> None:
+        """Write ``(record, its JSON line)`` pairs; raise on failure."""
+
+    def close(self) -> None: ...
+
+
+class IdempotencyStore(Protocol):
+    """Runs a call once per key within a time to live, replaying its output after that."""
+
+    async def run_once(
+        self,
+        key: str,
+        event_name: str,
+        call: Callable[[], Awaitable[Output]],
+        lock_seconds: float,
+    ) -> tuple[Output, bool]:
+        """Run ``call`` once per ``key``; return (its output, True when replayed)."""
+
+    async def aclose(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Extension:
+    """What a feature adds to the server: Starlette routes, paths served without a token (a
+    login page), and a context entered for the server's lifetime."""
+
+    routes: Sequence[BaseRoute] = ()
+    public_paths: frozenset[str] = frozenset()
+    lifespan: Callable[[], contextlib.AbstractAsyncContextManager[None]] | None = None
+
+
+# -- the settings ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JWTConfig:
+    """JSON Web Token authentication. ``algorithms`` plus one key source: ``secret`` (HMAC),
+    ``public_key_file`` (PEM) or ``jwks_url``."""
+
+    algorithms: Sequence[str]
+    secret: str | None = field(default=None, repr=False)
+    public_key_file: str | None = None
+    jwks_url: str | None = None
+    audience: str | None = None
+    issuer: str | None = None
+
+    def __post_init__(self) -> None:
+        _freeze(self, "algorithms")
+
+
+@dataclass(frozen=True)
+class OperationsConfig:
+    """Audit trail, metrics, tracing and idempotency: all off by default.
+
+    ``audit_sinks``, ``tracer_provider`` and ``idempotency_store`` are objects given in code;
+    the rest can also come from ``HANDLER_KIT_*`` variables.
+    """
+
+    audit: Sequence[str] = ()
+    audit_sinks: Sequence[AuditSink] = ()
+    audit_redact: Sequence[str] = ()
+    audit_text: bool = False
+    audit_tool_input: bool = True
+    audit_queue_size: int = DEFAULT_AUDIT_QUEUE_SIZE
+    audit_on_full: Literal["block", "drop"] = "block"
+    audit_process: bool = True
+    metrics: bool = False
+    metrics_dir: str | None = None
+    otel: bool = False
+    tracer_provider: TracerProvider | None = None
+    idempotency_redis_url: str | None = field(default=None, repr=False)
+    idempotency_ttl: float = DEFAULT_IDEMPOTENCY_TTL
+    idempotency_store: IdempotencyStore | None = None
+
+    def __post_init__(self) -> None:
+        _freeze(self, "audit", "audit_sinks", "audit_redact")
+        if self.audit_on_full not in ("block", "drop"):
+            raise ConfigError(
+                f"audit_on_full must be 'block' or 'drop', not {self.audit_on_full!r}"
+            )
+        if self.audit_queue_size < 1:
+            raise ConfigError(f"audit_queue_size must be at least 1, not {self.audit_queue_size}")
+
+    @property
+    def auditing(self) -> bool:
+        return bool(self.audit or self.audit_sinks)
+
+    @property
+    def tracing(self) -> bool:
+        return self.otel or self.tracer_provider is not None
+
+    @property
+    def enabled(self) -> bool:
+        """True when any feature is on (idempotent handlers get a store regardless)."""
+        return (
+            self.auditing
+            or self.metrics
+            or self.tracing
+            or self.idempotency_redis_url is not None
+            or self.idempotency_store is not None
+        )
+
+    @classmethod
+    def from_env(cls, environ: Environ | None = None) -> OperationsConfig:
+        return cls(**_read(_environ(environ), "operations"))
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """How a HookApp is served: authentication, the webhook, MCP, the inspector, operations.
+
+    Authentication is ``auth`` (any :class:`~handler_kit.auth.BearerAuth`), else ``jwt``, else
+    ``tokens``; with none the server refuses to start unless ``insecure_no_auth``.
+    """
+
+    tokens: Sequence[str] = field(default=(), repr=False)
+    jwt: JWTConfig | None = None
+    auth: BearerAuth | None = None
+    insecure_no_auth: bool = False
+    require_event_header: bool = False
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    mcp: bool = True
+    mcp_stateful: bool = False
+    mcp_sse: bool = False
+    mcp_fast_path: bool = True
+    allowed_hosts: Sequence[str] = ()
+    inspector: bool = False
+    inspector_secret: str | None = field(default=None, repr=False)
+    cache_dir: str | None = None
+    operations: OperationsConfig = field(default_factory=OperationsConfig)
+    extensions: Sequence[Extension] = ()
+
+    def __post_init__(self) -> None:
+        _freeze(self, "tokens", "allowed_hosts", "extensions")
+        if self.jwt is not None and not isinstance(self.jwt, JWTConfig):
+            # before this release ``jwt`` took a JWTAuth object; it belongs in ``auth`` now
+            warnings.warn(
+                "ServerConfig(jwt=JWTAuth(...)) is deprecated: pass auth=JWTAuth(...), or "
+                "jwt=JWTConfig(...)",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+            if self.auth is None:
+                object.__setattr__(self, "auth", self.jwt)
+            object.__setattr__(self, "jwt", None)
+        if self.max_body_bytes < 1:
+            raise ConfigError(f"max_body_bytes must be positive, not {self.max_body_bytes}")
+
+    @classmethod
+    def from_env(cls, environ: Environ | None = None, **overrides: Any) -> ServerConfig:
+        """The configuration in ``HANDLER_KIT_*`` variables; keyword arguments replace fields
+        (a name that is not a field is a ``TypeError``)."""
+        env = _environ(environ)
+        config = cls(
+            **_read(env, "server"),
+            jwt=_jwt_from_env(env),
+            operations=OperationsConfig.from_env(env),
+        )
+        return dataclasses.replace(config, **overrides) if overrides else config
+
+    def authenticator(self) -> BearerAuth | None:
+        """The configured authenticator; refuses to serve with none unless told to."""
+        if self.auth is not None:
+            return self.auth
+        if self.jwt is not None:
+            from handler_kit.auth import JWTAuth
+
+            key = self.jwt.secret
+            if self.jwt.public_key_file:
+                try:
+                    key = Path(self.jwt.public_key_file).read_text(encoding="utf-8")
+                except OSError as exc:
+                    raise ConfigError(
+                        f"HANDLER_KIT_JWT_PUBLIC_KEY_FILE: cannot read "
+                        f"{self.jwt.public_key_file}: {exc.strerror or exc}"
+                    ) from None
+            return JWTAuth(
+                algorithms=list(self.jwt.algorithms),
+                key=key,
+                jwks_url=self.jwt.jwks_url,
+                audience=self.jwt.audience,
+                issuer=self.jwt.issuer,
+            )
+        if self.tokens:
+            from handler_kit.auth import StaticTokenAuth
+
+            return StaticTokenAuth(self.tokens)
+        if self.insecure_no_auth:
+            return None
+        raise ConfigError(
+            "no authentication configured: set HANDLER_KIT_TOKENS (comma-separated bearer "
+            "tokens) or HANDLER_KIT_JWT_* variables; for local development only, "
+            "HANDLER_KIT_INSECURE_NO_AUTH=1"
+        )
+
+    def user_cache_dir(self) -> Path:
+        """Where handler-kit keeps files it makes for itself (the inspector's default store)."""
+        return Path(self.cache_dir) if self.cache_dir else Path.home() / ".cache"
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """``handler-kit serve``: what to serve, where, and how."""
+
+    app: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 8000
+    workers: int = 1
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    dev_tls_dir: str | None = None
+    graceful_timeout: float = 10.0
+    log_level: str = "info"
+    access_log: bool = False
+    server: ServerConfig = field(default_factory=ServerConfig)
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise ConfigError(f"port must be 0-65535, not {self.port}")
+        if self.workers < 1:
+            raise ConfigError(f"workers must be at least 1, not {self.workers}")
+
+    @classmethod
+    def from_env(cls, environ: Environ | None = None) -> ServeConfig:
+        env = _environ(environ)
+        return cls(**_read(env, "serve"), server=ServerConfig.from_env(env))
+
+    def dev_tls_folder(self) -> Path:
+        """Where the development CA and certificate are cached."""
+        if self.dev_tls_dir:
+            return Path(self.dev_tls_dir)
+        return self.server.user_cache_dir() / "handler-kit" / "dev-tls"
+
+
+@dataclass(frozen=True)
+class CommandConfig:
+    """``handler-kit command``: a one-shot process per hook call."""
+
+    debug: bool = False
+    traceparent: str | None = None
+    tmpdir: str | None = None
+    operations: OperationsConfig = field(default_factory=OperationsConfig)
+
+    @classmethod
+    def from_env(cls, environ: Environ | None = None) -> CommandConfig:
+        env = _environ(environ)
+        return cls(**_read(env, "command"), operations=OperationsConfig.from_env(env))
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    """Commands that call a server (``send``): the one bearer token they send."""
+
+    token: str | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_env(cls, environ: Environ | None = None) -> ClientConfig:
+        return cls(**_read(_environ(environ), "client"))
+
+
+def environment() -> Environ:
+    """The process environment, for documents whose templates name variables by design
+    (``Bearer $HANDLER_KIT_TOKEN`` in a hooks document's headers)."""
+    return os.environ
+
+
+# -- parsers: each takes (variable name, raw text) and refuses what it cannot read ------------
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+_SIZE = re.compile(r"(\d+)\s*(b|kb|kib|mb|mib|gb|gib)?", re.I)
+_SIZE_UNITS = {
+    "b": 1,
+    "kb": 1000,
+    "kib": 1024,
+    "mb": 1000**2,
+    "mib": 1024**2,
+    "gb": 1000**3,
+    "gib": 1024**3,
+}
+_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|m|h)?", re.I)
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_flag(name: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ConfigError(f"{name} must be a flag (1/0, true/false, yes/no, on/off), got {raw!r}")
+
+
+def parse_int(name: str, raw: str) -> int:
+    try:
+        return int(raw.strip())
+    except ValueError:
+        raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
+
+
+def parse_port(name: str, raw: str) -> int:
+    value = parse_int(name, raw)
+    if not 0 <= value <= 65535:
+        raise ConfigError(f"{name} must be a port number (0-65535), got {raw!r}")
+    return value
+
+
+def parse_positive_int(name: str, raw: str) -> int:
+    value = parse_int(name, raw)
+    if value < 1:
+        raise ConfigError(f"{name} must be a positive integer, got {raw!r}")
+    return value
+
+
+def parse_size(name: str, raw: str) -> int:
+    """Bytes: ``1048576``, ``1MiB``, ``512KiB``, ``2MB`` (KB/MB/GB are powers of 1000)."""
+    match = _SIZE.fullmatch(raw.strip())
+    if match is None or int(match.group(1)) < 1:
+        raise ConfigError(
+            f"{name} must be a positive size in bytes (like 1048576 or 1MiB), got {raw!r}"
+        )
+    return int(match.group(1)) * _SIZE_UNITS[(match.group(2) or "b").lower()]
+
+
+def parse_duration(name: str, raw: str) -> float:
+    """Seconds: ``30``, ``1.5``, ``250ms``, ``30s``, ``5m``, ``1h``."""
+    match = _DURATION.fullmatch(raw.strip())
+    if match is None:
+        raise ConfigError(f"{name} must be a duration (like 30, 1.5s, 250ms, 5m), got {raw!r}")
+    return float(match.group(1)) * _DURATION_UNITS[(match.group(2) or "s").lower()]
+
+
+def parse_list(name: str, raw: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in raw.split(",") if part.strip())
+
+
+def parse_str(name: str, raw: str) -> str:
+    return raw.strip()
+
+
+def parse_log_level(name: str, raw: str) -> str:
+    value = raw.strip().lower()
+    if value not in LOG_LEVELS:
+        raise ConfigError(f"{name} must be one of {', '.join(LOG_LEVELS)}, got {raw!r}")
+    return value
+
+
+def parse_on_full(name: str, raw: str) -> str:
+    value = raw.strip().lower()
+    if value not in ("block", "drop"):
+        raise ConfigError(f"{name} must be 'block' or 'drop', got {raw!r}")
+    return value
+
+
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
+
+# How each parser's values are shown and written back (``export_env``).
+_KINDS: dict[Callable[[str, str], object], str] = {
+    parse_flag: "flag",
+    parse_int: "integer",
+    parse_port: "port",
+    parse_positive_int: "integer",
+    parse_size: "size",
+    parse_duration: "duration",
+    parse_list: "list",
+    parse_str: "text",
+    parse_log_level: "level",
+    parse_on_full: "choice",
+}
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One environment variable: where its value goes and how it is read."""
+
+    env: str
+    section: Literal["server", "jwt", "operations", "serve", "command", "client"]
+    field: str
+    parse: Callable[[str, str], object]
+    help: str
+    default: str = ""
+    # the ``handler-kit serve`` option that sets it, if any
+    option: str | None = None
+    # a value that must never be printed or logged
+    secret: bool = False
+    # the name it had before, still read for one release (with a warning)
+    old_name: str | None = None
+    # the old name meant the opposite (HANDLER_KIT_NO_MCP=1 is HANDLER_KIT_MCP=0)
+    old_inverted: bool = False
+
+    @property
+    def kind(self) -> str:
+        return _KINDS[self.parse]
+
+    def format(self, value: object) -> str:
+        """The value as this variable's text (the inverse of ``parse``)."""
+        if isinstance(value, bool):
+            return "1" if value else "0"
+        if isinstance(value, (tuple, list)):
+            return ",".join(str(v) for v in value)
+        if isinstance(value, float) and value.is_integer():
+            return str(int(value))
+        return str(value)
+
+    def describe(self) -> str:
+        """One line for ``--help`` and the docs: the help, its default, its variable."""
+        default = f"default: {self.default}; " if self.default else ""
+        return f"{self.help} ({default}env {self.env})"
+
+
+S = Setting
+SETTINGS: tuple[Setting, ...] = (
+    # -- the server
+    S("HANDLER_KIT_TOKENS", "server", "tokens", parse_list,
+      "bearer tokens the server accepts, comma-separated (16+ characters each)", secret=True),
+    S("HANDLER_KIT_INSECURE_NO_AUTH", "server", "insecure_no_auth", parse_flag,
+      "serve without authentication (local development only)", "0",
+      option="--insecure-no-auth"),
+    S("HANDLER_KIT_REQUIRE_EVENT_HEADER", "server", "require_event_header", parse_flag,
+      "answer 400 to a webhook request without X-Runbear-Hook-Event", "0",
+      option="--require-event-header"),
+    S("HANDLER_KIT_MAX_BODY_BYTES", "server", "max_body_bytes", parse_size,
+      "largest request body accepted (bytes, or 512KiB, 1MiB...)", "1MiB",
+      option="--max-body-bytes"),
+    S("HANDLER_KIT_MCP", "server", "mcp", parse_flag, "serve the handlers as MCP tools at /mcp",
+      "1", old_name="HANDLER_KIT_NO_MCP", old_inverted=True),
+    S("HANDLER_KIT_MCP_STATEFUL", "server", "mcp_stateful", parse_flag,
+      "keep MCP sessions (Mcp-Session-Id) instead of answering each request on its own", "0"),
+    S("HANDLER_KIT_MCP_SSE", "server", "mcp_sse", parse_flag,
+      "answer MCP requests as Server-Sent Events instead of one JSON body", "0"),
+    S("HANDLER_KIT_MCP_FAST_PATH", "server", "mcp_fast_path", parse_flag,
+      "answer plain MCP tool calls and lists without the SDK's per-request machinery", "1"),
+    S("HANDLER_KIT_ALLOWED_HOSTS", "server", "allowed_hosts", parse_list,
+      "Host headers accepted on /mcp besides loopback, comma-separated (* for any)",
+      option="--allowed-host"),
+    S("HANDLER_KIT_INSPECTOR", "server", "inspector", parse_flag,
+      "serve the live /_inspector page of recent decisions (development)", "0",
+      option="--inspector"),
+    S("HANDLER_KIT_INSPECTOR_SECRET", "server", "inspector_secret", parse_str,
+      "key that signs inspector session cookies, the same for every worker (default: random)",
+      secret=True),
+    S("XDG_CACHE_HOME", "server", "cache_dir", parse_str,
+      "where handler-kit keeps files it makes (inspector store, development CA)", "~/.cache"),
+    # -- JWT
+    S("HANDLER_KIT_JWT_ALGORITHMS", "jwt", "algorithms", parse_list,
+      "accepted JWT algorithms, comma-separated (required with JWT: RS256, ES256, HS256...)"),
+    S("HANDLER_KIT_JWT_SECRET", "jwt", "secret", parse_str,
+      "HMAC key for HS* tokens", secret=True),
+    S("HANDLER_KIT_JWT_PUBLIC_KEY_FILE", "jwt", "public_key_file", parse_str,
+      "PEM file of the public key for RS*/PS*/ES*/EdDSA tokens"),
+    S("HANDLER_KIT_JWT_JWKS_URL", "jwt", "jwks_url", parse_str,
+      "JWKS URL the signing keys are fetched from"),
+    S("HANDLER_KIT_JWT_AUDIENCE", "jwt", "audience", parse_str, "required aud claim"),
+    S("HANDLER_KIT_JWT_ISSUER", "jwt", "issuer", parse_str, "required iss claim"),
+    # -- operations
+    S("HANDLER_KIT_AUDIT", "operations", "audit", parse_list,
+      "audit sinks, comma-separated: stdout, stderr, jsonl:PATH, sqlite:PATH"),
+    S("HANDLER_KIT_AUDIT_REDACT", "operations", "audit_redact", parse_list,
+      "more dotted input paths to redact in records, comma-separated"),
+    S("HANDLER_KIT_AUDIT_TEXT", "operations", "audit_text", parse_flag,
+      "also record prompt and last_assistant_message", "0"),
+    S("HANDLER_KIT_AUDIT_TOOL_INPUT", "operations", "audit_tool_input", parse_flag,
+      "record tool_input", "1"),
+    S("HANDLER_KIT_AUDIT_QUEUE_SIZE", "operations", "audit_queue_size", parse_positive_int,
+      "answers the audit queue holds before its on-full policy applies",
+      str(DEFAULT_AUDIT_QUEUE_SIZE), old_name="HANDLER_KIT_AUDIT_QUEUE"),
+    S("HANDLER_KIT_AUDIT_ON_FULL", "operations", "audit_on_full", parse_on_full,
+      "what a full audit queue does: block (wait) or drop (count and log)", "block"),
+    S("HANDLER_KIT_AUDIT_PROCESS", "operations", "audit_process", parse_flag,
+      "build and write audit records in a writer process rather than a server thread", "1"),
+    S("HANDLER_KIT_METRICS", "operations", "metrics", parse_flag, "serve /metrics", "0"),
+    S("PROMETHEUS_MULTIPROC_DIR", "operations", "metrics_dir", parse_str,
+      "folder where worker processes share metric values (serve --workers sets one up)"),
+    S("HANDLER_KIT_OTEL", "operations", "otel", parse_flag,
+      "one OpenTelemetry span per handler run", "0"),
+    S("HANDLER_KIT_IDEMPOTENCY_REDIS_URL", "operations", "idempotency_redis_url", parse_str,
+      "Redis URL of the idempotency store shared by workers and replicas", secret=True),
+    S("HANDLER_KIT_IDEMPOTENCY_TTL", "operations", "idempotency_ttl", parse_duration,
+      "how long an idempotent answer is replayed (seconds, or 30m, 1h...)", "3600"),
+    # -- handler-kit serve
+    S("HANDLER_KIT_APP", "serve", "app", parse_str, "the HookApp to serve, as MODULE:ATTR"),
+    S("HANDLER_KIT_HOST", "serve", "host", parse_str, "address to listen on", "127.0.0.1",
+      option="--host"),
+    S("HANDLER_KIT_PORT", "serve", "port", parse_port, "port to listen on", "8000",
+      option="--port"),
+    S("HANDLER_KIT_WORKERS", "serve", "workers", parse_positive_int,
+      "worker processes behind the one port", "1", option="--workers"),
+    S("HANDLER_KIT_TLS_CERT", "serve", "tls_cert", parse_str, "PEM certificate (chain) for HTTPS",
+      option="--tls-cert"),
+    S("HANDLER_KIT_TLS_KEY", "serve", "tls_key", parse_str, "PEM private key for HTTPS",
+      option="--tls-key"),
+    S("HANDLER_KIT_DEV_TLS_DIR", "serve", "dev_tls_dir", parse_str,
+      "where --dev-tls keeps its CA and certificate", "$XDG_CACHE_HOME/handler-kit/dev-tls"),
+    S("HANDLER_KIT_GRACEFUL_TIMEOUT", "serve", "graceful_timeout", parse_duration,
+      "seconds in-flight requests get to finish on SIGTERM", "10", option="--graceful-timeout"),
+    S("HANDLER_KIT_LOG_LEVEL", "serve", "log_level", parse_log_level,
+      "log level: critical, error, warning, info, debug", "info", option="--log-level"),
+    S("HANDLER_KIT_ACCESS_LOG", "serve", "access_log", parse_flag,
+      "log one line per request (the audit trail already records every decision)", "0",
+      option="--access-log"),
+    # -- handler-kit command
+    S("HANDLER_KIT_DEBUG", "command", "debug", parse_flag,
+      "command hooks log at DEBUG level, with full tracebacks", "0"),
+    S("TRACEPARENT", "command", "traceparent", parse_str,
+      "W3C trace context a parent process hands to a command hook"),
+    S("TMPDIR", "command", "tmpdir", parse_str,
+      "where a command hook keeps the scratch file that catches a handler's print()", "/tmp"),
+    # -- clients
+    S(CLIENT_TOKEN_VARIABLE, "client", "token", parse_str,
+      "the bearer token `send` sends (and the variable generated documents refer to)",
+      secret=True),
+)  # fmt: skip
+del S
+
+BY_ENV: Mapping[str, Setting] = {setting.env: setting for setting in SETTINGS}
+
+
+def setting_for(section: str, field_name: str) -> Setting:
+    """The setting behind ``section.field_name`` (for help texts and messages)."""
+    for setting in SETTINGS:
+        if setting.section == section and setting.field == field_name:
+            return setting
+    raise KeyError(f"{section}.{field_name}")
+
+
+def _environ(environ: Environ | None) -> Environ:
+    return os.environ if environ is None else environ
+
+
+def _raw(env: Environ, setting: Setting) -> str | None:
+    """The variable's text, from its name or, with a warning, its old name."""
+    raw = env.get(setting.env)
+    if raw is not None and raw.strip():
+        return raw
+    if setting.old_name is None:
+        return None
+    old = env.get(setting.old_name)
+    if old is None or not old.strip():
+        return None
+    replacement = setting.env
+    if setting.old_inverted:
+        old = "0" if parse_flag(setting.old_name, old) else "1"
+        replacement = f"{setting.env}={old}"
+    warnings.warn(
+        f"{setting.old_name} is deprecated and will stop working in the next release: "
+        f"use {replacement}",
+        DeprecatedSetting,
+        stacklevel=2,
+    )
+    return old
+
+
+def _read(env: Environ, section: str) -> dict[str, Any]:
+    """The fields of ``section`` that the environment sets, parsed."""
+    values: dict[str, Any] = {}
+    for setting in SETTINGS:
+        if setting.section != section:
+            continue
+        raw = _raw(env, setting)
+        if raw is not None:
+            values[setting.field] = setting.parse(setting.env, raw)
+    return values
+
+
+def _jwt_from_env(env: Environ) -> JWTConfig | None:
+    values = _read(env, "jwt")
+    if not any(values.get(key) for key in ("secret", "public_key_file", "jwks_url")):
+        if values:
+            named = ", ".join(setting_for("jwt", key).env for key in values)
+            raise ConfigError(
+                f"{named} set without a JWT key: set HANDLER_KIT_JWT_SECRET, "
+                "HANDLER_KIT_JWT_PUBLIC_KEY_FILE or HANDLER_KIT_JWT_JWKS_URL"
+            )
+        return None
+    if not values.get("algorithms"):
+        raise ConfigError("HANDLER_KIT_JWT_ALGORITHMS is required with JWT auth (e.g. RS256)")
+    return JWTConfig(**values)
+
+
+_SECTIONS: dict[str, Callable[[ServeConfig], object]] = {
+    "serve": lambda c: c,
+    "server": lambda c: c.server,
+    "jwt": lambda c: c.server.jwt,
+    "operations": lambda c: c.server.operations,
+}
+
+
+def export_env(config: ServeConfig) -> dict[str, str]:
+    """The variables that make :meth:`ServeConfig.from_env` rebuild ``config``: how ``serve``
+    hands its configuration to worker processes. Objects given in code (``auth``,
+    ``audit_sinks``...) have no variable and are refused."""
+    server = config.server
+    if server.auth is not None or server.extensions:
+        raise ConfigError("auth objects and extensions cannot be passed to worker processes")
+    ops = server.operations
+    if ops.audit_sinks or ops.tracer_provider is not None or ops.idempotency_store is not None:
+        raise ConfigError("operations objects cannot be passed to worker processes")
+    defaults = {
+        "serve": ServeConfig(),
+        "server": ServerConfig(),
+        "jwt": None,
+        "operations": OperationsConfig(),
+    }
+    out: dict[str, str] = {}
+    for setting in SETTINGS:
+        pick = _SECTIONS.get(setting.section)
+        if pick is None:
+            continue
+        holder = pick(config)
+        if holder is None:
+            continue
+        value = getattr(holder, setting.field)
+        default_holder = defaults[setting.section]
+        if default_holder is not None and value == getattr(default_holder, setting.field):
+            continue
+        if value is None:
+            continue
+        out[setting.env] = setting.format(value)
+    return out
+
+
+def settings_table() -> str:
+    """The Markdown table of every setting, as docs/configuration.md shows it."""
+    titles = {
+        "server": "Server",
+        "jwt": "JWT authentication",
+        "operations": "Operations",
+        "serve": "`handler-kit serve`",
+        "command": "`handler-kit command`",
+        "client": "Clients",
+    }
+    lines: list[str] = []
+    for section, title in titles.items():
+        lines += [f"### {title}", "", "| variable | field | kind | default | meaning |"]
+        lines.append("|---|---|---|---|---|")
+        for setting in SETTINGS:
+            if setting.section != section:
+                continue
+            name = f"`{setting.env}`"
+            if setting.old_name:
+                name += f" (was `{setting.old_name}`)"
+            option = f"; `serve {setting.option}`" if setting.option else ""
+            secret = " Secret: never logged." if setting.secret else ""
+            default = f"`{setting.default}`" if setting.default else ""
+            lines.append(
+                f"| {name} | `{setting.field}` | {setting.kind} | {default} | "
+                f"{setting.help}{option}.{secret} |"
+            )
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _freeze(instance: object, *names: str) -> None:
+    """Store sequence fields as tuples: a frozen config holds nothing a caller can mutate."""
+    for name in names:
+        value = getattr(instance, name)
+        if value is not None and not isinstance(value, tuple):
+            if isinstance(value, str):
+                raise ConfigError(f"{name} must be a list, not the string {value!r}")
+            object.__setattr__(instance, name, tuple(value))

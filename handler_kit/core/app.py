@@ -1,0 +1,417 @@
+"""HookApp: the registry of handlers, and the one code path that answers an event.
+
+Every transport (webhook, MCP tool, command hook, in-process test client) calls
+:meth:`HookApp.answer`, so a decision is reached the same way whichever carries it: the same
+matchers, deadline, failure policy, stop-loop guard and merge.
+
+Nothing here imports the server stack: a command hook imports this module on every tool call.
+Not even :mod:`asyncio` at import time (a large share of a command hook's start-up): it is
+imported where it is used, so a command hook whose one async handler never awaits runs
+without it (see :func:`handler_kit.command.hook._run_answer`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic_core import PydanticSerializationError, to_json
+
+from handler_kit.core._coroutines import Resume
+from handler_kit.core.events import EVENT_MODELS, HookEvent
+from handler_kit.core.merge import Failure, merge
+from handler_kit.core.outputs import SAFE_DECISIONS, Output, OutputError, normalize
+from handler_kit.core.vocabulary import (
+    DEFAULT_TIMEOUT,
+    DEFAULT_TIMEOUTS,
+    LOOP_GUARDED_EVENTS,
+    TIMEOUT_MESSAGE,
+    Answer,
+    AnswerObserver,
+    Handler,
+    HandlerWrapper,
+    Invocation,
+    Status,
+    fail_closed_notice,
+)
+
+if TYPE_CHECKING:
+    from handler_kit.config import ServerConfig
+    from handler_kit.server.app import HandlerKitASGI
+
+logger = logging.getLogger("handler_kit")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+__all__ = ["Answer", "Handler", "HookApp", "Invocation", "Status"]
+
+
+class HookApp:
+    """A named set of hook handlers.
+
+    >>> hooks = HookApp("refund-gate")
+    >>> @hooks.pre_tool_use(matcher="issue_refund", fail_closed=True)
+    ... async def refund_gate(event): ...
+    """
+
+    def __init__(self, name: str = "handler-kit", *, description: str = "") -> None:
+        self.name = name
+        self.description = description
+        self.handlers: list[Handler] = []
+        self.by_name: dict[str, Handler] = {}
+        self.by_event: dict[str, list[Handler]] = {}
+        # Called after every answer with (answer, transport, context): audit, metrics, spans.
+        self.observers: tuple[AnswerObserver, ...] = ()
+        # Wrap every handler run, outermost first: idempotency.
+        self.wrappers: tuple[HandlerWrapper, ...] = ()
+        self._asgi: HandlerKitASGI | None = None
+
+    def extended(
+        self,
+        *,
+        observers: Iterable[AnswerObserver] = (),
+        wrappers: Iterable[HandlerWrapper] = (),
+    ) -> HookApp:
+        """This app with more observers and wrappers (outermost first), as a new HookApp
+        sharing its handlers; this one is left as it was. How the server and the command
+        hook put operations around the answer path without changing the user's app."""
+        app = HookApp.__new__(HookApp)
+        app.__dict__.update(self.__dict__)
+        app.observers = (*self.observers, *observers)
+        app.wrappers = (*wrappers, *self.wrappers)
+        app._asgi = None
+        return app
+
+    # -- serving ----------------------------------------------------------------------------
+
+    def asgi(self, config: ServerConfig | None = None, **options: Any) -> HandlerKitASGI:
+        """The ASGI app serving this HookApp (webhook, MCP, health), built now.
+
+        ``config`` is a :class:`~handler_kit.config.ServerConfig`; without one, the
+        configuration is read from ``HANDLER_KIT_*`` environment variables and keyword options
+        replace its fields.
+        """
+        # The one import from a higher layer: the server is loaded only when asked for, so
+        # defining handlers (and running them as a command hook) costs nothing of it.
+        from handler_kit.server.app import create_asgi_app
+
+        if config is None:
+            from handler_kit.config import ServerConfig
+
+            config = ServerConfig.from_env(**options)
+        elif options:
+            raise TypeError("pass either a ServerConfig or keyword options, not both")
+        return create_asgi_app(self, config)
+
+    async def __call__(
+        self,
+        scope: Any,
+        receive: Callable[[], Awaitable[Any]],
+        send: Callable[[Any], Awaitable[None]],
+    ) -> None:
+        """A HookApp is itself an ASGI app (``uvicorn module:app``), configured from the
+        environment on first use; importing it costs nothing of the server stack."""
+        if self._asgi is None:
+            self._asgi = self.asgi()
+        await self._asgi(scope, receive, send)
+
+    # -- registration ---------------------------------------------------------------------
+
+    def on(
+        self,
+        event: str,
+        *,
+        matcher: str | None = None,
+        name: str | None = None,
+        timeout: float | None = None,
+        fail_closed: bool = False,
+        stop_loop_guard: bool = True,
+        idempotent: bool = False,
+        allow_unknown_event: bool = False,
+    ) -> Callable[[F], F]:
+        """Register the decorated function as a handler of ``event``.
+
+        ``matcher`` filters by tool name (or source, agent type... per event), with Claude
+        Code's rule. ``timeout`` is what the runtime allows (default 5 s on SessionStart, 3 s
+        elsewhere); the server answers a little before it. ``fail_closed`` makes a failure or a
+        late answer the event's safe decision (deny on PreToolUse, block on UserPromptSubmit).
+        ``stop_loop_guard=False`` lets a Stop handler block even when ``stop_hook_active``.
+        ``idempotent`` replays the recorded answer for a repeated idempotency key.
+        """
+        if event not in EVENT_MODELS and not allow_unknown_event:
+            known = ", ".join(sorted(EVENT_MODELS))
+            raise ValueError(
+                f"unknown hook event {event!r}; known events: {known} "
+                "(pass allow_unknown_event=True for a runtime's own events)"
+            )
+        if fail_closed and event not in SAFE_DECISIONS:
+            raise ValueError(
+                f"fail_closed is not possible on {event}: only "
+                f"{', '.join(SAFE_DECISIONS)} have a safe decision to fail to"
+            )
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+
+        def decorate(func: F) -> F:
+            handler_name = name or func.__name__
+            if handler_name in self.by_name:
+                raise ValueError(f"a handler named {handler_name!r} is already registered")
+            if not handler_name.replace("_", "").replace("-", "").isalnum():
+                raise ValueError(
+                    f"handler name {handler_name!r} must be letters, digits, '_' or '-' "
+                    "(it is a URL path segment and an MCP tool name)"
+                )
+            _check_signature(func, handler_name)
+            try:
+                handler = Handler(
+                    name=handler_name,
+                    event=event,
+                    func=func,
+                    matcher=matcher,
+                    timeout=float(timeout or DEFAULT_TIMEOUTS.get(event, DEFAULT_TIMEOUT)),
+                    fail_closed=fail_closed,
+                    stop_loop_guard=stop_loop_guard,
+                    idempotent=idempotent,
+                    description=inspect.getdoc(func) or "",
+                )
+            except ValueError as exc:
+                raise ValueError(f"handler {handler_name!r}: {exc}") from None
+            self.handlers.append(handler)
+            self.by_name[handler_name] = handler
+            self.by_event.setdefault(event, []).append(handler)
+            return func
+
+        return decorate
+
+    def _for(event: str) -> Callable[..., Callable[[F], F]]:  # type: ignore[misc]
+        def decorator(self: HookApp, **options: Any) -> Callable[[F], F]:
+            return self.on(event, **options)
+
+        decorator.__name__ = event
+        decorator.__doc__ = f"Register a {event} handler; options as in :meth:`on`."
+        return decorator
+
+    session_start = _for("SessionStart")
+    user_prompt_submit = _for("UserPromptSubmit")
+    pre_tool_use = _for("PreToolUse")
+    post_tool_use = _for("PostToolUse")
+    stop = _for("Stop")
+    post_tool_use_failure = _for("PostToolUseFailure")
+    post_tool_batch = _for("PostToolBatch")
+    permission_request = _for("PermissionRequest")
+    permission_denied = _for("PermissionDenied")
+    subagent_start = _for("SubagentStart")
+    subagent_stop = _for("SubagentStop")
+    stop_failure = _for("StopFailure")
+    session_end = _for("SessionEnd")
+    setup = _for("Setup")
+    instructions_loaded = _for("InstructionsLoaded")
+    user_prompt_expansion = _for("UserPromptExpansion")
+    message_display = _for("MessageDisplay")
+    notification = _for("Notification")
+    task_created = _for("TaskCreated")
+    task_completed = _for("TaskCompleted")
+    teammate_idle = _for("TeammateIdle")
+    config_change = _for("ConfigChange")
+    cwd_changed = _for("CwdChanged")
+    directory_added = _for("DirectoryAdded")
+    file_changed = _for("FileChanged")
+    worktree_create = _for("WorktreeCreate")
+    worktree_remove = _for("WorktreeRemove")
+    pre_compact = _for("PreCompact")
+    post_compact = _for("PostCompact")
+    elicitation = _for("Elicitation")
+    elicitation_result = _for("ElicitationResult")
+    del _for
+
+    # -- answering --------------------------------------------------------------------------
+
+    def matching(self, event: HookEvent) -> list[Handler]:
+        """The handlers of ``event`` whose matcher matches it, in registration order."""
+        handlers = self.by_event.get(event.hook_event_name)
+        if not handlers:
+            return []
+        value = event.matcher_value()
+        return [h for h in handlers if h.matches(value)]
+
+    async def answer(
+        self,
+        event: HookEvent,
+        handlers: Sequence[Handler] | None = None,
+        *,
+        transport: str = "direct",
+        context: dict[str, Any] | None = None,
+    ) -> Answer:
+        """Run ``handlers`` (default: every matching one) on ``event`` and merge their outputs.
+
+        Never raises for a handler's failure: that is answered by its policy and recorded in
+        :attr:`Answer.invocations`.
+        """
+        if handlers is None:
+            handlers = self.matching(event)
+        if len(handlers) == 1:
+            invocations = [await self._invoke(handlers[0], event)]
+        elif handlers:
+            import asyncio
+
+            invocations = list(await asyncio.gather(*(self._invoke(h, event) for h in handlers)))
+        else:
+            invocations = []
+        answer = Answer(event, self._combine(event, invocations), invocations)
+        for observer in self.observers:
+            try:
+                observer(answer, transport, context or {})
+            except Exception:  # an observer must never change the answer
+                logger.exception("observer %r failed", observer)
+        return answer
+
+    def answer_sync(self, event: HookEvent, **options: Any) -> Answer:
+        """:meth:`answer` for synchronous callers (command hooks, scripts)."""
+        import asyncio
+
+        return asyncio.run(self.answer(event, **options))
+
+    async def _invoke(self, handler: Handler, event: HookEvent) -> Invocation:
+        started = time.perf_counter()
+        event_name = event.hook_event_name
+        try:
+            if handler.is_async and not self.wrappers:
+                output = await self._run_async_fast(handler, event, started)
+            else:
+                import asyncio
+
+                async with asyncio.timeout(handler.deadline):
+                    if self.wrappers:
+                        output = await self._wrapped(handler, event)
+                    else:
+                        output = await self._run(handler, event)
+        except TimeoutError:
+            return self._failed(handler, Status.TIMEOUT, TIMEOUT_MESSAGE, started)
+        except OutputError as exc:
+            message = f"{handler.name} returned an answer {event_name} cannot carry: {exc}"
+            logger.error(message)
+            return self._failed(handler, Status.ERROR, message, started)
+        except Exception as exc:
+            logger.exception("handler %s failed on %s", handler.name, event_name)
+            return self._failed(handler, Status.ERROR, f"{type(exc).__name__}: {exc}", started)
+        if output.updated_input is not None or output.specific or output.extra:
+            try:  # what the handler put in is sent as JSON: a value JSON cannot carry is its bug
+                to_json((output.updated_input, output.specific, output.extra))
+            except (TypeError, ValueError, PydanticSerializationError) as exc:
+                message = f"{handler.name} returned a value JSON cannot carry: {exc}"
+                logger.error(message)
+                return self._failed(handler, Status.ERROR, message, started)
+        latency = (time.perf_counter() - started) * 1000
+        if (
+            output.decision == "block"
+            and handler.stop_loop_guard
+            and event_name in LOOP_GUARDED_EVENTS
+            and getattr(event, "stop_hook_active", None) is True
+        ):
+            logger.warning(
+                "%s blocked a %s while stop_hook_active was true: not sent, to avoid a loop",
+                handler.name,
+                event_name,
+            )
+            return Invocation(handler, Status.LOOP_GUARDED, None, None, latency)
+        return Invocation(handler, Status.OK, output, None, latency)
+
+    @staticmethod
+    async def _run_async_fast(handler: Handler, event: HookEvent, started: float) -> Output:
+        """Run an async handler's first step inline; arm the deadline only if it suspends.
+
+        Most gates decide without awaiting anything, and a timer per request (what
+        ``asyncio.timeout`` costs) is a measurable share of the hot path. A handler that never
+        suspends cannot be interrupted by a deadline anyway, so nothing is lost: the deadline
+        is armed, for the time that is left, the moment the handler first waits on something.
+        """
+        coro: Coroutine[Any, Any, Any] = handler.func(event)  # type: ignore[assignment]
+        try:
+            yielded = coro.send(None)
+        except StopIteration as stop:
+            return normalize(event.hook_event_name, stop.value)
+        import asyncio
+
+        remaining = handler.deadline - (time.perf_counter() - started)
+        try:
+            async with asyncio.timeout(max(remaining, 0.0)):
+                value = await Resume(coro, yielded)
+        finally:
+            coro.close()
+        return normalize(event.hook_event_name, value)
+
+    async def _run(self, handler: Handler, event: HookEvent) -> Output:
+        if handler.is_async:
+            value = await handler.func(event)
+        else:
+            import asyncio
+
+            value = await asyncio.to_thread(handler.func, event)
+        return normalize(event.hook_event_name, value)
+
+    async def _wrapped(self, handler: Handler, event: HookEvent) -> Output:
+        async def innermost() -> Output:
+            return await self._run(handler, event)
+
+        call: Callable[[], Awaitable[Output]] = innermost
+        for wrapper in reversed(self.wrappers):
+            call = _bind(wrapper, handler, event, call)
+        return await call()
+
+    @staticmethod
+    def _failed(handler: Handler, status: Status, error: str, started: float) -> Invocation:
+        latency = (time.perf_counter() - started) * 1000
+        if handler.fail_closed:
+            return Invocation(handler, Status.FAIL_CLOSED, None, error, latency)
+        return Invocation(handler, status, None, error, latency)
+
+    @staticmethod
+    def _combine(event: HookEvent, invocations: list[Invocation]) -> dict[str, Any]:
+        name = event.hook_event_name
+        if len(invocations) == 1:
+            only = invocations[0]
+            if only.output is not None:
+                return only.output.render(name, checked=True)
+            if only.status is not Status.FAIL_CLOSED:
+                return {}
+        results: list[Output | Failure | None] = []
+        for inv in invocations:
+            if inv.status is Status.FAIL_CLOSED:
+                results.append(Failure(fail_closed=True, notice=fail_closed_notice(inv)))
+            elif inv.output is None:
+                ok = inv.status is Status.OK or inv.status is Status.LOOP_GUARDED
+                results.append(None if ok else Failure())
+            else:
+                results.append(inv.output)
+        return merge(name, results).to_output().render(name)
+
+
+def _bind(
+    wrapper: HandlerWrapper,
+    handler: Handler,
+    event: HookEvent,
+    call: Callable[[], Awaitable[Output]],
+) -> Callable[[], Awaitable[Output]]:
+    def bound() -> Awaitable[Output]:
+        return wrapper(handler, event, call)
+
+    return bound
+
+
+def _check_signature(func: Callable[..., Any], name: str) -> None:
+    """A handler takes the event as its one positional argument; say so at decoration."""
+    if not callable(func):
+        raise TypeError(f"handler {name!r} is not callable")
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind(object())
+    except TypeError:
+        raise TypeError(
+            f"handler {name!r} must take the event as its one argument: def {name}(event): ..."
+        ) from None

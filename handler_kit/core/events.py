@@ -1,0 +1,172 @@
+"""Hook inputs: one pydantic model per event, lenient by design.
+
+Runtimes add fields to hook inputs release after release (``cwd``, ``permission_mode``,
+``prompt_id``, ``effort``, an ``mcp_server`` object...), so every model keeps unknown fields
+(``extra="allow"``, reachable as attributes and in ``model_extra``) and every field but
+``hook_event_name`` may be missing or null. Types are still checked where a field has one: a
+``tool_name`` that is a number is a bad request, not something to guess about.
+
+Schemas are built on first use (``defer_build``), and the classes of the Claude-Code-only events
+are only defined on first use (they live in :mod:`handler_kit.core._claude_events`): a command hook
+that handles one PreToolUse pays for a few classes and one schema, not forty.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from handler_kit.core._base_events import (
+    HookEvent,
+    PostToolUse,
+    PreToolUse,
+    SessionStart,
+    Stop,
+    UserPromptSubmit,
+)
+from handler_kit.core.names import EVENT_NAMES, MATCHERLESS_EVENTS, RUNBEAR_EVENTS
+
+if TYPE_CHECKING:
+    from handler_kit.core._claude_events import (
+        ConfigChange,
+        CwdChanged,
+        DirectoryAdded,
+        Elicitation,
+        ElicitationResult,
+        FileChanged,
+        InstructionsLoaded,
+        MessageDisplay,
+        Notification,
+        PermissionDenied,
+        PermissionRequest,
+        PostCompact,
+        PostToolBatch,
+        PostToolUseFailure,
+        PreCompact,
+        SessionEnd,
+        Setup,
+        StopFailure,
+        SubagentStart,
+        SubagentStop,
+        TaskCompleted,
+        TaskCreated,
+        TeammateIdle,
+        UserPromptExpansion,
+        WorktreeCreate,
+        WorktreeRemove,
+    )
+
+__all__ = [
+    "EVENT_MODELS",
+    "EVENT_NAMES",
+    "MATCHERLESS_EVENTS",
+    "RUNBEAR_EVENTS",
+    "ConfigChange",
+    "CwdChanged",
+    "DirectoryAdded",
+    "Elicitation",
+    "ElicitationResult",
+    "FileChanged",
+    "HookEvent",
+    "InstructionsLoaded",
+    "MessageDisplay",
+    "Notification",
+    "PermissionDenied",
+    "PermissionRequest",
+    "PostCompact",
+    "PostToolBatch",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PreCompact",
+    "PreToolUse",
+    "SessionEnd",
+    "SessionStart",
+    "Setup",
+    "Stop",
+    "StopFailure",
+    "SubagentStart",
+    "SubagentStop",
+    "TaskCompleted",
+    "TaskCreated",
+    "TeammateIdle",
+    "UserPromptExpansion",
+    "UserPromptSubmit",
+    "WorktreeCreate",
+    "WorktreeRemove",
+    "model_for",
+    "parse_event",
+]
+
+# The models of the five Runbear events are in handler_kit.core._base_events, the others in
+# handler_kit.core._claude_events, imported on first use (see _EventModels).
+_EAGER: dict[str, type[HookEvent]] = {
+    cls.__name__: cls for cls in (SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, Stop)
+}
+_LAZY_MODULE = "handler_kit.core._claude_events"
+
+
+class _EventModels(Mapping[str, "type[HookEvent]"]):
+    """``{event name: model}`` for every known event, defining a model only when it is asked for.
+
+    Creating a pydantic class takes real time even with ``defer_build`` (its fields are
+    collected at class creation); a command hook, a new process per tool call, should pay for the
+    models it uses, not for all of them. Iteration and ``in`` never import anything.
+    """
+
+    def __getitem__(self, name: str) -> type[HookEvent]:
+        model = _EAGER.get(name)
+        if model is not None:
+            return model
+        if name not in _NAME_SET:
+            raise KeyError(name)
+        model_class: type[HookEvent] = getattr(importlib.import_module(_LAZY_MODULE), name)
+        return model_class
+
+    def __contains__(self, name: object) -> bool:
+        return name in _NAME_SET
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(EVENT_NAMES)
+
+    def __len__(self) -> int:
+        return len(EVENT_NAMES)
+
+    def __repr__(self) -> str:
+        return f"EVENT_MODELS({', '.join(EVENT_NAMES)})"
+
+
+_NAME_SET = frozenset(EVENT_NAMES)
+EVENT_MODELS: Mapping[str, type[HookEvent]] = _EventModels()
+
+
+def __getattr__(name: str) -> Any:
+    """The Claude-Code-only event models, defined on first access (PEP 562)."""
+    if name in _NAME_SET:
+        return getattr(importlib.import_module(_LAZY_MODULE), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def model_for(event_name: str) -> type[HookEvent]:
+    """The model of ``event_name``; the generic :class:`HookEvent` for an unknown name."""
+    model = _EAGER.get(event_name)
+    if model is not None:
+        return model
+    return EVENT_MODELS[event_name] if event_name in _NAME_SET else HookEvent
+
+
+def parse_event(data: dict[str, Any] | bytes | str) -> HookEvent:
+    """Parse one hook input (a dict, or JSON text) into its event's model.
+
+    Raises ``pydantic.ValidationError`` when a known field has the wrong type or
+    ``hook_event_name`` is missing, and ``ValueError`` when JSON text is not an object.
+    """
+    if isinstance(data, dict):
+        name = data.get("hook_event_name")
+        return model_for(name if isinstance(name, str) else "").model_validate(data)
+    import json
+
+    obj = json.loads(data)
+    if not isinstance(obj, dict):
+        raise ValueError("a hook input must be a JSON object")
+    return parse_event(obj)

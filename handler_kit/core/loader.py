@@ -1,0 +1,77 @@
+"""Find the user's :class:`~handler_kit.core.app.HookApp` from a ``MODULE:ATTR`` string.
+
+Every subcommand that takes an app (``command``, ``install``, ``document``, ``serve``) names it
+the way uvicorn does, so one loader gives them the same rules and the same one-line errors. The
+errors are :class:`LoadError` with a message fit for a terminal (a command hook prints it as its
+one stderr line), never a traceback.
+
+Kept tiny on purpose: ``handler-kit command`` imports it on every tool call.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from handler_kit.core.app import HookApp
+
+
+class LoadError(Exception):
+    """``MODULE:ATTR`` could not be turned into a HookApp; the message says why, on one line."""
+
+
+def load_app(spec: str) -> HookApp:
+    """Import ``MODULE`` and return its ``ATTR`` (dotted paths allowed: ``mod:ns.hooks``).
+
+    The current directory is put on ``sys.path`` first: a console script's ``sys.path[0]`` is
+    the script's own folder (``.venv/bin``), so without it ``myhooks:app`` or
+    ``example_servers.refund_gate:app`` would not import from the project a runtime starts the
+    hook in. The attribute may be a HookApp, or an object carrying one as ``.hook_app`` (such as
+    an ASGI app built from it).
+    """
+    from handler_kit.core.app import HookApp
+
+    module_name, sep, attr_path = spec.partition(":")
+    if not sep or not module_name or not attr_path:
+        raise LoadError(f"expected MODULE:ATTR (like myhooks:app), got {spec!r}")
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        missing = exc.name or ""
+        if module_name == missing or module_name.startswith(missing + "."):
+            # the module (or a package on its path) is missing, not one of its imports
+            raise LoadError(
+                f"cannot import {module_name!r}: no module named {exc.name!r} "
+                f"(looked in {cwd} and the installed packages)"
+            ) from None
+        raise LoadError(f"importing {module_name!r} failed: {_one_line(exc)}") from None
+    except Exception as exc:
+        raise LoadError(f"importing {module_name!r} failed: {_one_line(exc)}") from None
+    except SystemExit as exc:  # a module that calls sys.exit() at import time
+        raise LoadError(f"importing {module_name!r} called sys.exit({exc.code!r})") from None
+    target: object = module
+    for part in attr_path.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise LoadError(
+                f"{spec!r}: module {module_name!r} has no attribute {attr_path!r}"
+            ) from None
+    if isinstance(target, HookApp):
+        return target
+    inner = getattr(target, "hook_app", None)
+    if isinstance(inner, HookApp):
+        return inner
+    raise LoadError(f"{spec!r} is a {type(target).__name__}, not a HookApp")
+
+
+def _one_line(exc: BaseException) -> str:
+    """``Type: message`` on one line: a hook's stderr is read line by line by its runtime."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

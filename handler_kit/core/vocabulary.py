@@ -1,0 +1,148 @@
+"""The words every layer shares: a registered :class:`Handler`, what one handler run did
+(:class:`Invocation`, with its :class:`Status`), the merged :class:`Answer`, and the one JSON
+encoding of answers.
+
+Operations (audit, metrics, tracing, idempotency) and the transports speak of these; they
+import this module, never :mod:`handler_kit.core.app`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic_core import PydanticSerializationError, to_json
+
+from handler_kit.core.events import HookEvent, model_for
+from handler_kit.core.matchers import compile_matcher
+from handler_kit.core.names import Status
+from handler_kit.core.outputs import Output
+
+DEFAULT_TIMEOUTS = {"SessionStart": 5.0}
+DEFAULT_TIMEOUT = 3.0
+TIMEOUT_MESSAGE = "handler did not answer in time"
+LOOP_GUARDED_EVENTS = frozenset({"Stop", "SubagentStop"})
+
+__all__ = [
+    "Answer",
+    "AnswerObserver",
+    "Handler",
+    "HandlerWrapper",
+    "Invocation",
+    "Status",
+    "dump_json",
+    "fail_closed_notice",
+    "one_line",
+    "server_deadline",
+]
+
+HandlerFunc = Callable[[Any], Any] | Callable[[Any], Awaitable[Any]]
+
+
+def server_deadline(timeout: float) -> float:
+    """How long the server lets a handler run: a little under what the runtime allows, so a
+    fail-closed gate's own deny reaches the runtime before the runtime gives up on it."""
+    return max(timeout - min(0.5, timeout * 0.1), 0.01)
+
+
+@dataclass(slots=True, eq=False)
+class Handler:
+    """One registered handler and its options."""
+
+    name: str
+    event: str
+    func: HandlerFunc
+    matcher: str | None = None
+    timeout: float = DEFAULT_TIMEOUT
+    fail_closed: bool = False
+    stop_loop_guard: bool = True
+    idempotent: bool = False
+    description: str = ""
+    is_async: bool = field(init=False)
+    deadline: float = field(init=False)
+    matches: Callable[[str | None], bool] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.is_async = inspect.iscoroutinefunction(self.func)
+        self.deadline = server_deadline(self.timeout)
+        self.matches = compile_matcher(self.matcher)
+
+    @property
+    def model(self) -> type[HookEvent]:
+        return model_for(self.event)
+
+
+@dataclass(slots=True)
+class Invocation:
+    """What one handler did with one event: kept for the audit trail and metrics."""
+
+    handler: Handler
+    status: Status
+    output: Output | None = None
+    error: str | None = None
+    latency_ms: float = 0.0
+
+
+@dataclass(slots=True)
+class Answer:
+    """The server's answer to one event: the Claude Code JSON and how it was reached."""
+
+    event: HookEvent
+    output: dict[str, Any]
+    invocations: list[Invocation]
+
+    @property
+    def failed(self) -> bool:
+        """True when handlers ran and every one failed with no fail-closed policy: there is
+        no answer to give (the webhook says 500, MCP an isError result)."""
+        for invocation in self.invocations:
+            if invocation.status is not Status.ERROR and invocation.status is not Status.TIMEOUT:
+                return False
+        return bool(self.invocations)
+
+    @property
+    def timed_out(self) -> bool:
+        return self.failed and any(i.status is Status.TIMEOUT for i in self.invocations)
+
+    @property
+    def body(self) -> bytes:
+        """The output as the bytes every transport sends (compact, UTF-8)."""
+        return dump_json(self.output)
+
+
+# Called after every answer with (answer, transport, context): audit, metrics, spans.
+AnswerObserver = Callable[[Answer, str, dict[str, Any]], None]
+# (handler, event, run the handler) -> output: wraps every handler run (idempotency).
+HandlerWrapper = Callable[[Handler, HookEvent, Callable[[], Awaitable[Output]]], Awaitable[Output]]
+
+
+def dump_json(value: Any) -> bytes:
+    """The one JSON encoding of outputs, so the webhook and MCP answers are byte-identical.
+
+    Compact UTF-8 by pydantic-core (already loaded for the models), several times faster than
+    ``json.dumps`` on the hot path.
+    """
+    try:
+        return to_json(value)
+    except PydanticSerializationError:
+        # a lone surrogate (a handler echoing a prompt that carried "\udc8f") has no UTF-8
+        # form; the stdlib escapes it as JSON allows. Anything else unserializable still raises.
+        return json.dumps(value, separators=(",", ":")).encode()
+
+
+def fail_closed_notice(invocation: Invocation) -> str:
+    """The reason given when a fail-closed handler's failure decides the answer."""
+    what = "did not answer in time" if invocation.error == TIMEOUT_MESSAGE else "failed"
+    return (
+        f"Blocked by policy: the check {invocation.handler.name!r} {what}, "
+        "and it is configured to fail closed."
+    )
+
+
+def one_line(exc: BaseException) -> str:
+    """``Type: message`` on one line: hook runtimes read stderr line by line."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

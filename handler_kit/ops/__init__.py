@@ -1,0 +1,1 @@
+"""Operations: the audit trail, metrics, tracing and idempotency around the answer path."""

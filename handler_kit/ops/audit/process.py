@@ -1,0 +1,239 @@
+"""The audit writer process: builds, redacts, serializes and writes a server's audit records.
+
+Why a process: building a record (ids, redaction, JSON) costs several times more CPU than
+copying an answer's values, and a thread in the server would take that CPU, and the GIL, from
+the event loop. One writer process per server worker does it on another core; the server
+only pickles :class:`~handler_kit.ops.audit.records.Capture` batches down a pipe
+(:class:`AuditProcess`).
+
+Protocol: frames (4-byte big-endian length + pickle) on the child's stdin: ``("config",
+{...})`` first, then ``("batch", [Capture, ...])``, ``("flush",)``, ``("stop",)``. The child
+answers ``("flushed",)`` and ``("closed",)`` on a separate pipe (its stdout stays the server's,
+for a ``stdout`` sink). End of input (the server died) counts as ``stop``: what was received is
+written. The child ignores SIGINT/SIGTERM and runs in its own session: a Ctrl+C or a SIGTERM
+for the server must not stop it before the server has handed over its last records.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import pickle
+import select
+import signal
+import struct
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from handler_kit.ops.audit.records import write_all
+
+if TYPE_CHECKING:
+    from handler_kit.ops.audit.records import RecordPolicy
+
+logger = logging.getLogger("handler_kit.audit")
+
+_LENGTH = struct.Struct(">I")
+
+
+class WriterFailed(Exception):
+    """The writer process is gone or does not answer."""
+
+
+def write_frame(fd: int, message: Any) -> None:
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    write_all(fd, _LENGTH.pack(len(data)) + data)
+
+
+def _read_exactly(fd: int, size: int) -> bytes | None:
+    chunks = []
+    while size:
+        chunk = os.read(fd, min(size, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_frame(fd: int) -> Any | None:
+    """The next message, or None at end of input."""
+    header = _read_exactly(fd, _LENGTH.size)
+    if header is None:
+        return None
+    data = _read_exactly(fd, _LENGTH.unpack(header)[0])
+    return None if data is None else pickle.loads(data)
+
+
+class AuditProcess:
+    """The server side: starts the writer process and talks to it (from the writer thread)."""
+
+    def __init__(
+        self,
+        specs: Sequence[str],
+        *,
+        app: str,
+        policy: RecordPolicy,
+        timeout: float = 10.0,
+    ) -> None:
+        from handler_kit.config import environment
+
+        self.timeout = timeout
+        # the folder handler_kit is imported from: the writer process must import the same one
+        root = os.path.abspath(os.path.join(os.path.dirname(__file__), *[os.pardir] * 3))
+        env = dict(environment())
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+        ack_read, ack_write = os.pipe()
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "handler_kit.ops.audit.process", str(ack_write)],
+                stdin=subprocess.PIPE,
+                pass_fds=(ack_write,),
+                env=env,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            os.close(ack_read)
+            raise WriterFailed(f"cannot start: {exc}") from exc
+        finally:
+            os.close(ack_write)
+        assert self.proc.stdin is not None
+        self.fd = self.proc.stdin.fileno()
+        self.acks = ack_read
+        redactor = policy.redactor
+        config = {
+            "sinks": list(specs),
+            "app": app,
+            "redact": [".".join(path) for path in redactor.paths],
+            "secret_keys": redactor.secret_keys,
+            "secret_values": redactor.secret_values,
+            "max_chars": redactor.max_chars,
+            "tool_input": policy.tool_input,
+            "text": policy.text,
+        }
+        self._send(("config", config))
+
+    def _send(self, message: Any) -> None:
+        try:
+            write_frame(self.fd, message)
+        except OSError as exc:  # BrokenPipeError: the process is gone
+            raise WriterFailed(f"exited with {self.proc.poll()}: {exc}") from exc
+
+    def _expect(self, answer: str) -> None:
+        deadline = time.monotonic() + self.timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise WriterFailed(f"no {answer!r} within {self.timeout} s")
+            ready, _, _ = select.select([self.acks], [], [], left)
+            if ready:
+                message = read_frame(self.acks)
+                if message is None:
+                    raise WriterFailed(f"exited with {self.proc.poll()} before {answer!r}")
+                if message[0] == answer:
+                    return
+
+    def send(self, batch: list[Any]) -> None:
+        self._send(("batch", batch))
+
+    def flush(self) -> None:
+        """Return once everything sent so far is written (or the wait timed out: logged)."""
+        try:
+            self._send(("flush",))
+            self._expect("flushed")
+        except WriterFailed as exc:
+            logger.error("audit writer process: %s", exc)
+
+    def close(self) -> None:
+        """Write everything sent, close the sinks, end the process."""
+        try:
+            self._send(("stop",))
+            self._expect("closed")
+        except WriterFailed as exc:
+            logger.error("audit writer process: %s", exc)
+        with contextlib.suppress(OSError):
+            self.proc.stdin.close()  # type: ignore[union-attr]
+        try:
+            self.proc.wait(self.timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        os.close(self.acks)
+
+    def kill(self) -> None:
+        with contextlib.suppress(OSError):
+            self.proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(5)
+
+
+def main(argv: list[str]) -> int:
+    """The writer process: ``python -m handler_kit.ops.audit.process ACK_FD``."""
+    from handler_kit.ops.audit.records import (
+        RecordPolicy,
+        Redactor,
+        parse_sinks,
+        records,
+        serialize,
+    )
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
+    acks = int(argv[0])
+    source = sys.stdin.fileno()
+    first = read_frame(source)
+    if first is None or first[0] != "config":
+        return 2
+    config = first[1]
+    sinks = parse_sinks(config["sinks"])
+    policy = RecordPolicy(
+        redactor=Redactor(
+            config["redact"],
+            secret_keys=config["secret_keys"],
+            secret_values=config["secret_values"],
+            max_chars=config["max_chars"],
+        ),
+        tool_input=config["tool_input"],
+        text=config["text"],
+    )
+    app = config["app"]
+    for sink in sinks:
+        try:
+            sink.open()
+        except Exception:
+            logger.exception("audit sink %r could not be opened", sink)
+    while True:
+        message = read_frame(source)
+        if message is None or message[0] == "stop":
+            break
+        if message[0] == "flush":
+            write_frame(acks, ("flushed",))
+            continue
+        lines: list[tuple[dict[str, Any], str]] = []
+        for item in message[1]:
+            try:
+                lines.extend(serialize(records(item, app, policy)))
+            except Exception:
+                logger.exception("could not build an audit record")
+        for sink in sinks if lines else ():
+            try:
+                sink.write(lines)
+            except Exception:
+                logger.exception("audit sink %r failed to write %d records", sink, len(lines))
+    for sink in sinks:
+        try:
+            sink.close()
+        except Exception:
+            logger.exception("audit sink %r failed to close", sink)
+    with contextlib.suppress(OSError):
+        write_frame(acks, ("closed",))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,114 @@
+"""Prometheus metrics and the ``/metrics`` route (``HANDLER_KIT_METRICS=1``).
+
+Series:
+
+- ``handler_kit_invocations_total{event, handler, decision, status}``: handler runs;
+  ``decision`` is ``none`` when the handler had no opinion;
+- ``handler_kit_invocation_duration_seconds{event, handler}``: histogram of handler latency;
+- ``handler_kit_answers_total{event, decision, status, transport}``: merged answers;
+- ``handler_kit_idempotent_replays_total{event, handler}``: answers replayed, handler not run.
+
+Several workers (``handler-kit serve --workers N``) are one server to the scraper, so their
+counts must add up whichever worker answers the scrape: prometheus-client's multiprocess mode,
+where each worker writes its values to files in a shared folder and a scrape sums them. The
+folder is ``OperationsConfig.metrics_dir``, read from ``PROMETHEUS_MULTIPROC_DIR`` (the
+variable prometheus-client itself reads to choose its value class, so it must be in the
+workers' environment before they start): ``serve`` makes a private one for its workers, and
+one you set yourself wins (needed when another supervisor, e.g. gunicorn, starts the workers).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from handler_kit.ops.audit.trail import answer_status, invocation_decision, output_decision
+
+if TYPE_CHECKING:
+    from handler_kit.core.vocabulary import Answer
+
+logger = logging.getLogger("handler_kit.metrics")
+
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class Metrics:
+    """The metric objects of one served app, and the ``/metrics`` endpoint."""
+
+    def __init__(self, multiprocess_dir: str | None = None) -> None:
+        self.multiprocess_dir = multiprocess_dir
+        from prometheus_client import CollectorRegistry, Counter, Histogram
+
+        # A private registry: several apps (tests) in one process do not collide.
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.invocations = Counter(
+            "handler_kit_invocations_total",
+            "Handler invocations by event, handler, decision and status.",
+            ("event", "handler", "decision", "status"),
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "handler_kit_invocation_duration_seconds",
+            "Handler latency, from start to answer (or deadline).",
+            ("event", "handler"),
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.answers = Counter(
+            "handler_kit_answers_total",
+            "Merged answers by event, decision, status and transport.",
+            ("event", "decision", "status", "transport"),
+            registry=self.registry,
+        )
+        self.replays = Counter(
+            "handler_kit_idempotent_replays_total",
+            "Answers replayed from the idempotency store without running the handler.",
+            ("event", "handler"),
+            registry=self.registry,
+        )
+        self._children: dict[tuple[Any, ...], Any] = {}
+
+    def _child(self, metric: Any, *labels: str) -> Any:
+        key = (id(metric), *labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
+
+    def observe(self, answer: Answer, transport: str, replayed: frozenset[str]) -> None:
+        """Count one answer and its invocations (on the hot path: label lookups cached)."""
+        name = answer.event.hook_event_name
+        for inv in answer.invocations:
+            decision = invocation_decision(inv, name)[0] or "none"
+            handler = inv.handler.name
+            self._child(self.invocations, name, handler, decision, inv.status).inc()
+            self._child(self.latency, name, handler).observe(inv.latency_ms / 1000)
+            if handler in replayed:
+                self._child(self.replays, name, handler).inc()
+        decision = output_decision(answer.output)[0] or "none"
+        self._child(self.answers, name, decision, answer_status(answer), transport).inc()
+
+    def exposition(self) -> tuple[bytes, str]:
+        """The text exposition of every worker's values (multiprocess) or this process's."""
+        from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+        if self.multiprocess_dir:
+            from prometheus_client.multiprocess import MultiProcessCollector
+
+            registry = CollectorRegistry()
+            MultiProcessCollector(registry, path=self.multiprocess_dir)
+            return generate_latest(registry), CONTENT_TYPE_LATEST
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+    def route(self) -> Any:
+        """``GET /metrics`` as a Starlette route (behind the server's auth like every path
+        but ``/healthz``)."""
+        from starlette.concurrency import run_in_threadpool
+        from starlette.responses import Response
+        from starlette.routing import Route
+
+        async def endpoint(_: Any) -> Response:
+            body, content_type = await run_in_threadpool(self.exposition)
+            return Response(body, media_type=content_type)
+
+        return Route("/metrics", endpoint, methods=["GET"])

@@ -1,0 +1,241 @@
+"""Operations: the audit trail, metrics, tracing and idempotency around a HookApp's answers.
+
+:meth:`Operations.build` turns an :class:`~handler_kit.config.OperationsConfig` into the
+features it names, and :meth:`Operations.apply` returns the HookApp with them around its answer
+path (:meth:`HookApp.extended <handler_kit.core.app.HookApp.extended>`): an observer, called
+after every answer with the transport and its ``traceparent``, feeds the audit trail, metrics
+and spans; a wrapper makes ``idempotent=True`` handlers run once. The user's HookApp is never
+changed. :attr:`Operations.extension` is what a server adds for them: the ``/metrics`` route and
+a lifespan context that flushes the audit trail and closes the stores on shutdown.
+
+Importing this module costs nothing: each feature imports its library when it is turned on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, Literal
+
+from handler_kit.config import Extension, OperationsConfig
+
+if TYPE_CHECKING:
+    from handler_kit.core.app import HookApp
+    from handler_kit.core.vocabulary import Answer
+    from handler_kit.ops.audit.trail import AuditTrail
+    from handler_kit.ops.idempotency import Idempotency
+    from handler_kit.ops.metrics import Metrics
+    from handler_kit.ops.tracing import Tracing
+
+logger = logging.getLogger("handler_kit.operations")
+
+Transport = Literal["server", "command"]
+
+
+class Operations:
+    """The features built for one HookApp, and the observer that feeds them."""
+
+    def __init__(
+        self,
+        hook_app: HookApp,
+        *,
+        audit: AuditTrail | None = None,
+        metrics: Metrics | None = None,
+        tracing: Tracing | None = None,
+        idempotency: Idempotency | None = None,
+        command: bool = False,
+        traceparent: str | None = None,
+    ) -> None:
+        self.hook_app = hook_app
+        self.traceparent = traceparent
+        self.audit = audit
+        self.metrics = metrics
+        self.tracing = tracing
+        self.idempotency = idempotency
+        self.command = command
+        self.pid = os.getpid()
+        self.closed = False
+
+    def observe(self, answer: Answer, transport: str, context: dict[str, Any]) -> None:
+        """The observer: spans, metrics, then one item on the audit queue. Nothing here waits
+        on I/O (the audit queue is bounded and drained by a thread)."""
+        traceparent = context.get("traceparent")
+        if traceparent is None:
+            traceparent = self.traceparent
+        replayed = (
+            self.idempotency.pop_replayed(answer) if self.idempotency is not None else frozenset()
+        )
+        ids = None
+        if self.tracing is not None:
+            try:
+                ids = self.tracing.record(answer, transport, traceparent)
+                if self.command:
+                    self.tracing.force_flush()  # a command hook exits right after
+            except Exception:
+                logger.exception("could not record the spans of an answer")
+        if self.metrics is not None:
+            self.metrics.observe(answer, transport, replayed)
+        if self.audit is not None:
+            from handler_kit.ops.audit.trail import Observed
+
+            self.audit.submit(
+                Observed(
+                    answer=answer,
+                    transport=transport,
+                    principal=context.get("principal"),
+                    traceparent=traceparent,
+                    end_ns=time.time_ns(),
+                    pid=self.pid,
+                    trace=ids,
+                    replayed=replayed,
+                )
+            )
+
+    def close_sync(self) -> None:
+        """Flush and close what needs no event loop (audit, tracing): for command hooks and
+        process exit."""
+        if self.closed:
+            return
+        self.closed = True
+        if self.audit is not None:
+            self.audit.close()
+        if self.tracing is not None:
+            self.tracing.shutdown()
+
+    async def aclose(self) -> None:
+        """Shutdown: write every queued audit record, close the stores."""
+        if self.closed:
+            return
+        if self.idempotency is not None:
+            try:
+                await self.idempotency.store.aclose()
+            except Exception:
+                logger.exception("closing the idempotency store failed")
+        await asyncio.to_thread(self.close_sync)
+
+    @classmethod
+    def build(
+        cls,
+        hook_app: HookApp,
+        settings: OperationsConfig,
+        *,
+        transport: Transport = "server",
+        traceparent: str | None = None,
+    ) -> Operations:
+        """The features ``settings`` turns on, for ``hook_app``.
+
+        ``transport="command"``: a one-shot process, so the audit trail writes synchronously,
+        no thread is started, and nothing server-only (metrics, idempotency) is built; its
+        answers are parented by ``traceparent`` (the ``TRACEPARENT`` a parent process passes).
+
+        Idempotent handlers get an in-memory store even with nothing configured, so
+        ``idempotent=True`` always means what it says in one process.
+        """
+        command = transport == "command"
+        metrics = None
+        if settings.metrics and not command:
+            from handler_kit.ops.metrics import Metrics
+
+            metrics = Metrics(multiprocess_dir=settings.metrics_dir)
+        wants_idempotency = not command and any(h.idempotent for h in hook_app.handlers)
+        return cls(
+            hook_app,
+            audit=_audit(hook_app, settings, command=command),
+            metrics=metrics,
+            tracing=_tracing(hook_app, settings),
+            idempotency=_idempotency(hook_app, settings) if wants_idempotency else None,
+            command=command,
+            traceparent=traceparent,
+        )
+
+    @property
+    def active(self) -> bool:
+        """True when any feature was built."""
+        return any(
+            feature is not None
+            for feature in (self.audit, self.metrics, self.tracing, self.idempotency)
+        )
+
+    def apply(self, hook_app: HookApp) -> HookApp:
+        """``hook_app`` with these features around its answer path (a new HookApp)."""
+        observes = self.audit is not None or self.metrics is not None or self.tracing is not None
+        return hook_app.extended(
+            observers=(self.observe,) if observes else (),
+            # outermost: a replayed answer runs nothing else
+            wrappers=(self.idempotency,) if self.idempotency is not None else (),
+        )
+
+    @property
+    def extension(self) -> Extension:
+        """What the server adds: ``/metrics``, and the lifespan that flushes and closes."""
+        routes = (self.metrics.route(),) if self.metrics is not None else ()
+        return Extension(routes=routes, lifespan=self.lifespan)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        """The server lifespan context: flush and close on the way out."""
+        try:
+            yield
+        finally:
+            await self.aclose()
+
+
+def _audit(hook_app: HookApp, settings: OperationsConfig, *, command: bool) -> AuditTrail | None:
+    if not (settings.audit or settings.audit_sinks):
+        return None
+    from handler_kit.ops.audit.trail import AuditTrail, RecordPolicy, Redactor
+
+    policy = RecordPolicy(
+        redactor=Redactor(settings.audit_redact),
+        tool_input=settings.audit_tool_input,
+        text=settings.audit_text,
+    )
+    return AuditTrail(
+        hook_app.name,
+        policy,
+        specs=settings.audit,
+        sinks=settings.audit_sinks,
+        process=settings.audit_process,
+        queue_size=settings.audit_queue_size,
+        on_full=settings.audit_on_full,
+        synchronous=command,
+    )
+
+
+def _tracing(hook_app: HookApp, settings: OperationsConfig) -> Tracing | None:
+    if not (settings.otel or settings.tracer_provider is not None):
+        return None
+    from handler_kit.ops import tracing
+
+    if not tracing.available():
+        logger.warning("HANDLER_KIT_OTEL is set but opentelemetry is not installed: no spans")
+        return None
+    if settings.tracer_provider is not None:
+        return tracing.Tracing(settings.tracer_provider)
+    provider, owned = tracing.default_provider(hook_app.name)
+    return tracing.Tracing(provider, owned=owned)
+
+
+def _idempotency(hook_app: HookApp, settings: OperationsConfig) -> Idempotency:
+    import multiprocessing
+
+    from handler_kit.config import IdempotencyStore
+    from handler_kit.ops.idempotency import Idempotency, MemoryStore, RedisStore
+
+    store: IdempotencyStore
+    if settings.idempotency_store is not None:
+        store = settings.idempotency_store
+    elif settings.idempotency_redis_url:
+        store = RedisStore(settings.idempotency_redis_url, ttl=settings.idempotency_ttl)
+    else:
+        store = MemoryStore(ttl=settings.idempotency_ttl)
+        if multiprocessing.parent_process() is not None:
+            logger.warning(
+                "idempotent handlers with several workers need a shared store: set "
+                "HANDLER_KIT_IDEMPOTENCY_REDIS_URL (each worker now remembers only its own)"
+            )
+    return Idempotency(store, hook_app.name)

@@ -1,0 +1,190 @@
+"""One ASGI app per HookApp: ``/healthz``, the webhook, ``/mcp``, and whatever else is added.
+
+The outermost layer is plain ASGI: it answers ``/healthz``, authenticates every other request
+once (so ``/hooks``, ``/mcp`` and ``/metrics`` share one auth policy and one 401 shape), sends
+the webhook routes straight to :class:`~handler_kit.server.webhook.Webhook` (the hot path), and
+hands the rest to a Starlette app that owns the single lifespan (the MCP session manager must
+run in it).
+
+The app is built by composition from a :class:`~handler_kit.config.ServerConfig`, in the way
+Starlette builds its middleware stack: operations and the inspector each give an
+:class:`~handler_kit.config.Extension` (routes, public paths, a lifespan), and the HookApp the
+transports answer with is the user's one extended with the operations' observer and wrapper.
+Neither the user's HookApp nor the config is changed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from handler_kit.auth import AuthError
+from handler_kit.config import ConfigError, Extension, ServeConfig, ServerConfig
+from handler_kit.core.app import HookApp
+from handler_kit.server.webhook import (
+    HTTPError,
+    Receive,
+    Scope,
+    Send,
+    Webhook,
+    send_error,
+    send_json,
+)
+
+logger = logging.getLogger("handler_kit.server")
+
+__all__ = ["HandlerKitASGI", "app_from_env", "create_asgi_app", "describe_routes"]
+
+
+_HEALTH_METHODS = ("GET", "HEAD")
+
+
+class HandlerKitASGI:
+    """The outer ASGI layer: health, authentication, webhook fast path, then Starlette."""
+
+    def __init__(self, hook_app: HookApp, config: ServerConfig) -> None:
+        from starlette.applications import Starlette
+
+        from handler_kit.ops.operations import Operations
+
+        self.hook_app = hook_app
+        self.auth = config.authenticator()
+        extensions: list[Extension] = []
+        if config.inspector:
+            from handler_kit.inspector import inspector_extension, with_audit_store
+
+            # the inspector reads the audit trail's SQLite file: add one when there is none
+            config = with_audit_store(config, hook_app.name)
+            extensions.append(inspector_extension(hook_app, config, self.auth))
+        self.config = config
+        operations = Operations.build(hook_app, config.operations)
+        self.operations = operations if operations.active else None
+        # what the transports answer with: the user's app, with the operations around it
+        served = operations.apply(hook_app) if self.operations is not None else hook_app
+        if self.operations is not None:
+            extensions.append(operations.extension)
+        extensions.extend(config.extensions)
+
+        self.webhook = Webhook(
+            served,
+            max_body_bytes=config.max_body_bytes,
+            require_event_header=config.require_event_header,
+        )
+        self.public_paths = frozenset().union(*(ext.public_paths for ext in extensions))
+        self._health_body = json.dumps(
+            {
+                "status": "ok",
+                "app": hook_app.name,
+                "handlers": [
+                    {"name": h.name, "event": h.event, "matcher": h.matcher}
+                    for h in hook_app.handlers
+                ],
+            }
+        ).encode()
+        routes = [route for ext in extensions for route in ext.routes]
+        contexts = [ext.lifespan for ext in extensions if ext.lifespan is not None]
+        self.mcp_mount = None
+        if config.mcp:
+            from handler_kit.server.mcp import create_mcp_mount
+
+            self.mcp_mount = create_mcp_mount(
+                served,
+                allowed_hosts=list(config.allowed_hosts) or None,
+                stateless=not config.mcp_stateful,
+                json_response=not config.mcp_sse,
+                fast_path=config.mcp_fast_path,
+            )
+            contexts.insert(0, self.mcp_mount.lifespan)
+
+        @contextlib.asynccontextmanager
+        async def lifespan(_: Any) -> AsyncIterator[None]:
+            async with contextlib.AsyncExitStack() as stack:
+                for enter in contexts:
+                    await stack.enter_async_context(enter())
+                yield
+
+        self.starlette = Starlette(
+            routes=routes,
+            lifespan=lifespan,
+            exception_handlers={404: _json_http_error, 405: _json_http_error},
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.starlette(scope, receive, send)
+            return
+        path = scope["path"]
+        if path == "/healthz":
+            if scope["method"] in _HEALTH_METHODS:
+                await send_json(send, 200, self._health_body)
+            else:
+                await send_error(
+                    send,
+                    HTTPError(405, "method_not_allowed", "use GET", [], [(b"allow", b"GET")]),
+                )
+            return
+        if self.auth is not None and path not in self.public_paths:
+            # one C-level pass over the headers, shared with the webhook through the scope
+            headers = scope["handler_kit.headers"] = dict(scope["headers"])
+            authorization = headers.get(b"authorization")
+            try:
+                scope["handler_kit.principal"] = await self.auth.authenticate(authorization)
+            except AuthError as exc:
+                challenge = b'Bearer realm="handler-kit"'
+                if authorization:
+                    challenge += b', error="invalid_token"'
+                error = HTTPError(
+                    401, "unauthorized", str(exc), headers=[(b"www-authenticate", challenge)]
+                )
+                await send_error(send, error)
+                return
+        if path.startswith("/hooks"):
+            await self.webhook(scope, receive, send)
+            return
+        if path == "/mcp" and self.mcp_mount is not None:
+            # straight to the MCP endpoint: Starlette's router is a large share of a fast tool call
+            await self.mcp_mount.asgi(scope, receive, send)
+            return
+        await self.starlette(scope, receive, send)
+
+
+async def _json_http_error(request: Any, exc: Any) -> Any:
+    """Starlette's 404/405 as the same JSON error body as every other error here."""
+    from starlette.responses import Response
+
+    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    error = HTTPError(exc.status_code, code, str(exc.detail))
+    headers = dict(getattr(exc, "headers", None) or {})
+    headers["content-type"] = "application/json"
+    return Response(error.body(), status_code=exc.status_code, headers=headers)
+
+
+def create_asgi_app(hook_app: HookApp, config: ServerConfig | None = None) -> HandlerKitASGI:
+    """The ASGI app serving ``hook_app``: webhook, MCP, health (config from env by default)."""
+    return HandlerKitASGI(hook_app, config if config is not None else ServerConfig.from_env())
+
+
+def app_from_env() -> HandlerKitASGI:
+    """uvicorn factory for ``handler-kit serve``: the app named by HANDLER_KIT_APP, configured
+    from the environment. Each worker process calls it."""
+    from handler_kit.core.loader import load_app
+
+    serve = ServeConfig.from_env()
+    if not serve.app:
+        raise ConfigError("HANDLER_KIT_APP (MODULE:ATTR) is not set")
+    return create_asgi_app(load_app(serve.app), serve.server)
+
+
+def describe_routes(hook_app: HookApp, config: ServerConfig) -> Sequence[str]:
+    """The routes a HookApp serves with ``config``, for start-up messages."""
+    routes = ["GET /healthz", "POST /hooks", *(f"POST /hooks/{h.name}" for h in hook_app.handlers)]
+    if config.mcp:
+        routes.append(f"POST /mcp ({len(hook_app.handlers)} tools)")
+    if config.inspector:
+        routes.append("GET /_inspector")
+    if config.operations.metrics:
+        routes.append("GET /metrics")
+    return routes

@@ -1,0 +1,202 @@
+"""The MCP endpoint of a HookApp: the SDK's server and session manager, and the ASGI glue.
+
+Why the low-level ``mcp.server.Server`` and not ``MCPServer``: the input schema is the event
+model's fields, flat and all optional, and the result must be one text content holding
+pre-serialized JSON with no ``structuredContent``. With ``MCPServer`` both would mean working
+against its signature introspection and result conversion; the low-level server takes a schema
+and returns a ``CallToolResult`` verbatim.
+
+Mounting: :func:`create_mcp_mount` returns an :class:`McpMount`. The server routes ``/mcp`` to
+``mount.asgi`` (an explicit route, not ``Mount("/")``, which would swallow 405s of other
+routes) and enters ``mount.lifespan()`` inside its own single lifespan: the SDK's session
+manager owns a task group that must be running before any MCP request, and a mounted sub-app's
+lifespan never runs. Auth is not done here; the server's outer ASGI layer applies the same
+bearer/JWT check to ``/mcp`` as to ``/hooks``.
+
+Only the SDK's public API is used here; the fast path, which needs more, is fenced in
+:mod:`handler_kit.server.mcp._fast_path`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+import mcp_types as mt
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.shared.exceptions import MCPError
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from handler_kit._version import __version__
+from handler_kit.core.app import HookApp
+from handler_kit.server.mcp._fast_path import FastPath
+from handler_kit.server.mcp.hosts import transport_security
+from handler_kit.server.mcp.tools import build_tools, call_context, run_tool
+
+__all__ = ["McpMount", "create_mcp_mount"]
+
+INSTRUCTIONS = (
+    "Each tool is one hook handler. Call it with a hook input's fields; the text result is the "
+    "Claude Code hook output JSON."
+)
+
+
+class McpMount:
+    """The MCP endpoint of one HookApp: ``asgi`` to route ``/mcp`` to, ``lifespan()`` to enter.
+
+    The SDK's session manager runs only once per instance, so each lifespan entry builds a
+    fresh one: the same app object can be served, stopped and served again (tests do).
+    """
+
+    def __init__(
+        self,
+        hook_app: HookApp,
+        *,
+        allowed_hosts: Sequence[str] | None = None,
+        stateless: bool = True,
+        json_response: bool = True,
+        fast_path: bool = True,
+    ) -> None:
+        self.hook_app = hook_app
+        self.tools = build_tools(hook_app)
+        self.stateless = stateless
+        self.json_response = json_response
+        self.security = transport_security(allowed_hosts)
+        self.server: Server[Any] = Server(
+            hook_app.name,
+            version=__version__,
+            description=hook_app.description or None,
+            instructions=INSTRUCTIONS,
+            on_list_tools=self._on_list_tools,
+            on_call_tool=self._on_call_tool,
+            # Mcp-Param header checks on the 2026-07-28 path look a tool's schema up here
+            # instead of running tools/list on every call.
+            get_tool_input_schema=self._input_schema,
+        )
+        self._list_result = mt.ListToolsResult(tools=[spec.tool for spec in self.tools.values()])
+        self._manager: StreamableHTTPSessionManager | None = None
+        self._entered = 0
+        # The fast path mirrors the stateless JSON mode only; the other modes are the SDK's.
+        self._fast = (
+            FastPath(self.server, hook_app, self.tools, self._list_result, self.security)
+            if fast_path and stateless and json_response
+            else None
+        )
+        # An object, not a bound method: Starlette's Route treats functions and methods as
+        # request -> response endpoints and only calls other callables as raw ASGI apps.
+        self.asgi: ASGIApp = _McpAsgi(self)
+
+    @property
+    def fast_path(self) -> bool:
+        """Whether plain tool calls and lists are answered without the SDK's machinery: asked
+        for, in the stateless JSON mode, and not turned off by an SDK it cannot mirror."""
+        return self._fast is not None and self._fast.enabled
+
+    # -- SDK handlers --
+
+    async def _on_list_tools(
+        self, ctx: ServerRequestContext[Any], params: mt.PaginatedRequestParams | None
+    ) -> mt.ListToolsResult:
+        return self._list_result
+
+    async def _on_call_tool(
+        self, ctx: ServerRequestContext[Any], params: mt.CallToolRequestParams
+    ) -> mt.CallToolResult:
+        spec = self.tools.get(params.name)
+        if spec is None:
+            # A protocol error, as the MCP spec asks for an unknown tool.
+            raise MCPError(code=mt.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
+        scope = getattr(ctx.request, "scope", None)
+        context = call_context(spec, scope, ctx.request_id, "sdk")
+        outcome = await run_tool(self.hook_app, spec, params.arguments, context)
+        return outcome.result()
+
+    def _input_schema(self, name: str) -> Mapping[str, Any] | None:
+        spec = self.tools.get(name)
+        return spec.input_schema if spec else None
+
+    # -- lifecycle --
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        """Run the MCP session manager for as long as the server runs.
+
+        Enter it from the server's single lifespan; without it every MCP request fails.
+        Nested entries (two servers sharing one app in a test) share the running manager.
+        """
+        if self._entered:
+            self._entered += 1
+            try:
+                yield
+            finally:
+                self._entered -= 1
+            return
+        manager = StreamableHTTPSessionManager(
+            app=self.server,
+            json_response=self.json_response,
+            stateless=self.stateless,
+            security_settings=self.security,
+        )
+        async with manager.run():
+            self._manager = manager
+            self._entered = 1
+            try:
+                yield
+            finally:
+                self._entered = 0
+                self._manager = None
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve one HTTP request to the MCP endpoint."""
+        manager = self._manager
+        if manager is None:
+            raise RuntimeError(
+                "handler-kit MCP endpoint called before its lifespan started: enter "
+                "McpMount.lifespan() in the server's lifespan (create_asgi_app does)"
+            )
+        if self._fast is not None:
+            await self._fast.handle(scope, receive, send, manager.handle_request)
+        else:
+            await manager.handle_request(scope, receive, send)
+
+
+class _McpAsgi:
+    """The ASGI app of an :class:`McpMount` (route ``/mcp`` to it)."""
+
+    __slots__ = ("mount",)
+
+    def __init__(self, mount: McpMount) -> None:
+        self.mount = mount
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.mount.handle(scope, receive, send)
+
+
+def create_mcp_mount(
+    hook_app: HookApp,
+    *,
+    allowed_hosts: Sequence[str] | None = None,
+    stateless: bool = True,
+    json_response: bool = True,
+    fast_path: bool = True,
+) -> McpMount:
+    """Serve every handler of ``hook_app`` as an MCP tool (Streamable HTTP, route it at ``/mcp``).
+
+    ``allowed_hosts``: Host names the endpoint answers besides loopback (see
+    :func:`~handler_kit.server.mcp.hosts.transport_security`); the SDK refuses any other Host
+    with 421. ``stateless`` and ``json_response`` (the defaults) let any worker answer any
+    request; ``json_response=False`` streams each response as SSE (progress notifications reach
+    the client), ``stateless=False`` keeps ``Mcp-Session-Id`` sessions (one worker only).
+    ``fast_path`` answers stateless JSON ``tools/call``/``tools/list`` without the SDK's
+    per-request machinery, same bytes; ``False`` sends every request through the SDK.
+    """
+    return McpMount(
+        hook_app,
+        allowed_hosts=allowed_hosts,
+        stateless=stateless,
+        json_response=json_response,
+        fast_path=fast_path,
+    )

@@ -1,0 +1,240 @@
+"""Every handler of a HookApp as an MCP tool: its schema, its description, and one call.
+
+Runbear's ``mcp_tool`` handlers (and Claude Code's ``mcp_tool`` hooks) call a tool with an input
+rendered from the hook input; this module makes each handler such a tool, so one deployment
+serves both handler types. The decision is never made here: a tool call builds the event and
+hands it to :meth:`HookApp.answer`, the one code path the webhook uses too (matchers, deadline,
+fail-closed, stop-loop guard, merge), and the tool's text result is exactly :attr:`Answer.body`,
+the bytes the webhook would send. The SDK's tool handler and the fast path both answer through
+:func:`run_tool`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import mcp_types as mt
+from pydantic import ValidationError
+
+from handler_kit.core.app import HookApp
+from handler_kit.core.events import HookEvent
+from handler_kit.core.vocabulary import Answer, Handler
+
+__all__ = [
+    "FAILED_MESSAGE",
+    "TIMED_OUT_MESSAGE",
+    "ToolOutcome",
+    "ToolSpec",
+    "build_tools",
+    "call_context",
+    "outcome_of",
+    "run_tool",
+    "tool_description",
+    "tool_input_schema",
+]
+
+logger = logging.getLogger("handler_kit.mcp")
+
+# A generic, safe message: a handler's exception text may hold secrets or internals, and the
+# model reads isError text. The detail is in the server log (HookApp logs it with a traceback).
+FAILED_MESSAGE = "The handler {name!r} failed; see the server log."
+TIMED_OUT_MESSAGE = "The handler {name!r} did not answer in time."
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """One handler as a tool: its MCP ``Tool`` object and what a call needs."""
+
+    handler: Handler
+    tool: mt.Tool
+
+    @property
+    def name(self) -> str:
+        return self.handler.name
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        return self.tool.input_schema
+
+
+def tool_input_schema(event: str, model: type[HookEvent]) -> dict[str, Any]:
+    """The input schema of a tool for ``event``: the event model's fields, flat, all optional.
+
+    Runbear drops template keys a tool does not declare, so every field is declared, each with
+    its description; nothing is required (a runtime omits what it cannot supply, and
+    ``hook_event_name`` is implied by the tool); ``additionalProperties`` stays open so fields
+    runtimes add later still reach the handler, as they do on the webhook. The pydantic
+    ``anyOf [T, null]`` spelling is folded into ``type: [T, "null"]`` and titles dropped: the
+    schema is read by models and template editors, and the short form is easier on both.
+    """
+    raw = model.model_json_schema()
+    properties: dict[str, Any] = {}
+    for field_name, prop in raw.get("properties", {}).items():
+        properties[field_name] = _compact(prop)
+    properties["hook_event_name"] = {
+        "type": "string",
+        "description": f"Name of the event; optional, this tool always handles {event}.",
+        "default": event,
+    }
+    # hook_event_name first: the order models and humans read the schema in.
+    ordered = {"hook_event_name": properties.pop("hook_event_name"), **properties}
+    schema: dict[str, Any] = {"type": "object", "properties": ordered, "additionalProperties": True}
+    if "$defs" in raw:
+        schema["$defs"] = raw["$defs"]
+    return schema
+
+
+# Keys of a schema that may be folded with null into ``type: [T, "null"]`` without loss.
+_FOLDABLE = frozenset({"type", "additionalProperties", "items"})
+
+
+def _compact(prop: dict[str, Any]) -> dict[str, Any]:
+    """One property of a pydantic schema, without titles and null defaults, nullables folded."""
+    out = {k: v for k, v in prop.items() if k != "title"}
+    if "default" in out and out["default"] is None:
+        del out["default"]
+    any_of = out.get("anyOf")
+    if isinstance(any_of, list) and len(any_of) == 2 and {"type": "null"} in any_of:
+        other = any_of[0] if any_of[1] == {"type": "null"} else any_of[1]
+        if isinstance(other.get("type"), str) and set(other) <= _FOLDABLE:
+            del out["anyOf"]
+            out = {**other, "type": [other["type"], "null"], **out}
+    return out
+
+
+def tool_description(handler: Handler) -> str:
+    """What a model or a template author needs to know to call the tool.
+
+    The handler's docstring says what it checks; the event and matcher say when it applies (a
+    call that does not match the matcher is answered ``{}``, as on the webhook's
+    ``/hooks/{name}``); the last line says what the result is.
+    """
+    parts = []
+    if handler.description:
+        parts.append(handler.description.strip())
+    when = f"Hook handler for {handler.event} events"
+    if handler.matcher and handler.matcher.strip() not in ("", "*"):
+        when += f" (matcher: {handler.matcher})"
+    when += "."
+    if handler.fail_closed:
+        when += " Fails closed: on an error or a late answer the result is the safe decision."
+    parts.append(when)
+    parts.append(
+        "Pass the hook input's fields as arguments. The result is the Claude Code hook output "
+        "JSON as text ({} means no opinion)."
+    )
+    return "\n\n".join(parts)
+
+
+def build_tools(hook_app: HookApp) -> dict[str, ToolSpec]:
+    """One tool per handler, named like its webhook route, in registration order."""
+    tools: dict[str, ToolSpec] = {}
+    for handler in hook_app.handlers:
+        tool = mt.Tool(
+            name=handler.name,
+            description=tool_description(handler),
+            input_schema=tool_input_schema(handler.event, handler.model),
+        )
+        tools[handler.name] = ToolSpec(handler=handler, tool=tool)
+    return tools
+
+
+# -- one tool call: shared by the SDK's tool handler and the fast path ------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """What a tool call answers: one text and whether it is an ``isError`` result."""
+
+    text: str
+    is_error: bool = False
+
+    def result(self) -> mt.CallToolResult:
+        return mt.CallToolResult(
+            content=[mt.TextContent(type="text", text=self.text)], is_error=self.is_error
+        )
+
+
+async def run_tool(
+    hook_app: HookApp,
+    spec: ToolSpec,
+    arguments: Mapping[str, Any] | None,
+    context: dict[str, Any] | None = None,
+) -> ToolOutcome:
+    """Answer one call of ``spec``'s tool with ``arguments``: the single decision path.
+
+    The arguments are the hook input; a missing ``hook_event_name`` is the tool's event, another
+    one is a caller error. The handler runs only when its matcher matches (otherwise the answer
+    is ``{}``, like ``/hooks/{name}``), through :meth:`HookApp.answer` with ``transport="mcp"``.
+    A failed answer (every handler failed, no fail-closed policy) is an ``isError`` result with
+    a generic message; a fail-closed failure is already the safe decision inside the answer.
+    """
+    handler = spec.handler
+    data = dict(arguments) if arguments else {}
+    given = data.get("hook_event_name")
+    if given is None:
+        data["hook_event_name"] = handler.event
+    elif given != handler.event:
+        return ToolOutcome(
+            f"Tool {handler.name!r} handles {handler.event} events; "
+            f"hook_event_name was {given!r}. Omit it or pass {handler.event!r}.",
+            is_error=True,
+        )
+    try:
+        event = handler.model.model_validate(data)
+    except ValidationError as exc:
+        return ToolOutcome(_invalid_input_message(handler, exc), is_error=True)
+    handlers = [handler] if handler.matches(event.matcher_value()) else []
+    try:
+        answer = await hook_app.answer(event, handlers, transport="mcp", context=context)
+    except Exception:
+        # HookApp.answer answers handler failures itself; reaching this is a bug in a wrapper
+        # or the core. Say so generically: the SDK's legacy path would put str(exc) on the wire.
+        logger.exception("answering %s over MCP failed", handler.name)
+        return ToolOutcome(FAILED_MESSAGE.format(name=handler.name), is_error=True)
+    return outcome_of(handler, answer)
+
+
+def outcome_of(handler: Handler, answer: Answer) -> ToolOutcome:
+    """The tool result for ``answer``: its exact body, or a generic error when it failed."""
+    if answer.failed:
+        template = TIMED_OUT_MESSAGE if answer.timed_out else FAILED_MESSAGE
+        return ToolOutcome(template.format(name=handler.name), is_error=True)
+    return ToolOutcome(answer.body.decode())
+
+
+def _invalid_input_message(handler: Handler, exc: ValidationError) -> str:
+    # Field paths and pydantic's messages only: never the offending values, which may be large
+    # or sensitive, and never anything from the handler.
+    problems = []
+    for error in exc.errors(include_url=False, include_input=False):
+        where = ".".join(str(p) for p in error.get("loc", ())) or "(input)"
+        problems.append(f"{where}: {error.get('msg', 'invalid')}")
+    return f"Invalid hook input for tool {handler.name!r} ({handler.event}): " + "; ".join(problems)
+
+
+def call_context(
+    spec: ToolSpec, scope: Mapping[str, Any] | None, request_id: Any, served_by: str
+) -> dict[str, Any]:
+    """The context observers (audit, metrics, tracing) receive with an MCP answer.
+
+    The same keys as the webhook's (``principal`` set by the server's auth layer,
+    ``traceparent`` from the HTTP request), plus the tool name, the JSON-RPC request id and
+    ``mcp_path``: ``"fast"`` or ``"sdk"``, which code answered (for metrics and debugging).
+    """
+    context: dict[str, Any] = {
+        "principal": None,
+        "tool": spec.name,
+        "request_id": request_id,
+        "mcp_path": served_by,
+    }
+    if scope:
+        context["principal"] = scope.get("handler_kit.principal")
+        for key, value in scope.get("headers", ()):
+            if key == b"traceparent":
+                context["traceparent"] = value.decode("latin-1")
+                break
+    return context
