@@ -1,4 +1,4 @@
-"""Suite-wide fixtures: only what every test needs (helpers live in the *_support modules)."""
+"""Suite-wide fixtures: what tests in several folders need (helpers live in tests/support/)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,9 @@ import os
 from collections.abc import Iterator
 
 import pytest
+
+from example_servers.refund_gate import app as refund_gate_app
+from handler_kit import HookApp
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -20,3 +23,10 @@ def private_cache_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Non
         os.environ.pop("XDG_CACHE_HOME", None)
     else:
         os.environ["XDG_CACHE_HOME"] = previous
+
+
+@pytest.fixture(scope="session")
+def refund_app() -> HookApp:
+    """The example refund gate (example_servers/refund_gate.py), for every test that needs
+    "a refund gate": over $500 denied, fail closed; a Stop without a ticket number sent back."""
+    return refund_gate_app

@@ -1,0 +1,377 @@
+"""Claude Code settings: the ``hooks`` block of an app, and ``handler-kit install``.
+
+Install runs on a settings.json that already holds other hooks, permissions and keys Claude
+Code does not know: none of them may change, a second install leaves the file's bytes alone,
+and ``--dry-run`` writes nothing. Most cases run in-process; a few run the console script.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from handler_kit import HookApp, PreToolUse
+from handler_kit.claude_code.settings import (
+    APP_HEADER,
+    SettingsError,
+    claude_code_hooks,
+    install,
+    is_ours,
+    merge_hooks,
+)
+from tests.support.apps import COMMAND_APP as TARGET
+from tests.support.apps import CRASHY_APP
+from tests.support.apps import command as command_app
+from tests.support.processes import REPO
+
+HANDLER_KIT = Path(sys.executable).parent / "handler-kit"
+BASE = "https://hooks.example.com"
+
+# A settings file as people have them: their own hooks (one group mixes in a handler of
+# another tool), permissions, an empty event list, keys Claude Code may not even know.
+EXISTING: dict[str, Any] = {
+    "$schema": "https://json.schemastore.org/claude-code-settings.json",
+    "permissions": {"allow": ["Bash(npm test:*)"], "deny": ["Read(./.env)"]},
+    "hooks": {
+        "PreToolUse": [
+            {"matcher": "Bash", "hooks": [{"type": "command", "command": "./guard.sh"}]},
+            {
+                "matcher": "Write|Edit",
+                "hooks": [
+                    {"type": "command", "command": "npx prettier --check", "timeout": 30},
+                    {"type": "http", "url": "https://audit.example.com/pre"},
+                ],
+            },
+        ],
+        "Notification": [{"hooks": [{"type": "command", "command": "notify-send hi"}]}],
+        "SessionEnd": [],
+    },
+    "env": {"FOO": "1"},
+    "someFutureKey": {"nested": [1, {"a": None}], "unicode": "café ✓"},
+    "model": "opus",
+}
+
+
+def write_json(path: Path, data: Any, indent: int | str = 2) -> bytes:
+    raw = (json.dumps(data, indent=indent, ensure_ascii=False) + "\n").encode()
+    path.write_bytes(raw)
+    return raw
+
+
+def without_ours(settings: dict[str, Any], module_attr: str = TARGET) -> dict[str, Any]:
+    """``settings`` with every entry of ``module_attr`` (and groups/events left empty) gone."""
+    out = dict(settings)
+    hooks = {}
+    for event, groups in settings.get("hooks", {}).items():
+        kept = []
+        for group in groups:
+            entries = [e for e in group["hooks"] if not is_ours(e, module_attr)]
+            if entries:
+                kept.append({**group, "hooks": entries})
+            elif not group["hooks"]:
+                kept.append(group)
+        if kept or not groups:
+            hooks[event] = kept
+    out["hooks"] = hooks
+    return out
+
+
+def ours(settings: dict[str, Any], module_attr: str = TARGET) -> list[tuple[str, Any, Any]]:
+    return [
+        (event, group.get("matcher"), entry)
+        for event, groups in settings["hooks"].items()
+        for group in groups
+        for entry in group["hooks"]
+        if is_ours(entry, module_attr)
+    ]
+
+
+# -- the hooks block --------------------------------------------------------------------------
+
+
+def test_http_block_one_group_per_handler() -> None:
+    warnings: list[str] = []
+    block = claude_code_hooks(command_app.app, TARGET, base_url=BASE + "/", warn=warnings.append)
+    assert list(block) == ["PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SessionStart"]
+    assert [g.get("matcher") for g in block["PreToolUse"]] == [
+        "issue_refund|orders__refund",
+        "Bash",
+        "mcp__.*",
+        "Grep",
+    ]
+    assert block["PreToolUse"][0] == {
+        "matcher": "issue_refund|orders__refund",
+        "hooks": [
+            {
+                "type": "http",
+                "url": "https://hooks.example.com/hooks/refund_gate",
+                "headers": {
+                    "Authorization": "Bearer $HANDLER_KIT_TOKEN",
+                    APP_HEADER: TARGET,
+                },
+                "allowedEnvVars": ["HANDLER_KIT_TOKEN"],
+                "timeout": 3,
+            }
+        ],
+    }
+    assert "matcher" not in block["Stop"][0]  # no matcher: every Stop
+    # Claude Code never calls http hooks on SessionStart: a command hook, and a warning
+    assert block["SessionStart"] == [
+        {
+            "matcher": "startup|resume",
+            "hooks": [
+                {
+                    "type": "command",
+                    "command": f"handler-kit command {TARGET} --handler returns_policy",
+                    "timeout": 6,
+                }
+            ],
+        }
+    ]
+    assert len(warnings) == 1 and "SessionStart" in warnings[0]
+
+
+def test_command_block() -> None:
+    block = claude_code_hooks(command_app.app, TARGET, command=True)
+    assert block == claude_code_hooks(command_app.app, TARGET)  # the default
+    entries = [g["hooks"][0] for groups in block.values() for g in groups]
+    assert len(entries) == len(command_app.app.handlers)
+    for entry, handler in zip(entries, command_app.app.handlers, strict=True):
+        assert entry == {
+            "type": "command",
+            "command": f"handler-kit command {TARGET} --handler {handler.name}",
+            "timeout": handler.timeout + 1,  # the process starts before the deadline does
+        }
+
+
+def test_block_rejects_bad_options() -> None:
+    app = command_app.app
+    with pytest.raises(ValueError, match="not both"):
+        claude_code_hooks(app, TARGET, base_url=BASE, command=True)
+    for url in ("hooks.example.com", "ftp://x", "https://x/?a=1", "https://${HOST}"):
+        with pytest.raises(ValueError):
+            claude_code_hooks(app, TARGET, base_url=url)
+    with pytest.raises(ValueError, match="MODULE:ATTR"):
+        claude_code_hooks(app, "my hooks; rm -rf /:app")
+
+
+def test_is_ours_only_matches_this_app() -> None:
+    assert is_ours({"type": "command", "command": f"handler-kit command {TARGET}"}, TARGET)
+    assert is_ours(
+        {"type": "command", "command": f"/opt/venv/bin/handler-kit command {TARGET} --exit-codes"},
+        TARGET,
+    )
+    assert not is_ours({"type": "command", "command": "handler-kit command other:app"}, TARGET)
+    assert not is_ours({"type": "command", "command": f"echo handler-kit command {TARGET}"}, TARGET)
+    assert is_ours({"type": "http", "url": "x", "headers": {APP_HEADER: TARGET}}, TARGET)
+    assert not is_ours({"type": "http", "url": f"{BASE}/hooks/refund_gate"}, TARGET)
+    assert not is_ours("not a dict", TARGET)
+
+
+# -- install ----------------------------------------------------------------------------------
+
+
+def test_install_keeps_everything_else(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    settings = tmp_path / "settings.json"
+    original = write_json(settings, EXISTING)
+    message = install(command_app.app, TARGET, str(settings), base_url=BASE)
+    assert "installed" in message
+    after = json.loads(settings.read_bytes())
+    assert list(after) == list(EXISTING)  # key order kept
+    assert without_ours(after) == EXISTING
+    # our entries: one per handler, the user's own hooks first where they were
+    assert len(ours(after)) == len(command_app.app.handlers)
+    assert after["hooks"]["PreToolUse"][:2] == EXISTING["hooks"]["PreToolUse"]
+    assert list(after["hooks"])[:3] == ["PreToolUse", "Notification", "SessionEnd"]
+    assert (tmp_path / "settings.json.bak").read_bytes() == original
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    assert "SessionStart" in capsys.readouterr().err  # the http -> command warning
+
+
+def test_second_install_is_a_no_op(tmp_path: Path) -> None:
+    settings = tmp_path / "settings.json"
+    write_json(settings, EXISTING)
+    install(command_app.app, TARGET, str(settings), base_url=BASE)
+    first = settings.read_bytes()
+    backup = (tmp_path / "settings.json.bak").read_bytes()
+    stamp = settings.stat().st_mtime_ns
+    message = install(command_app.app, TARGET, str(settings), base_url=BASE)
+    assert "nothing written" in message and "already" in message
+    assert settings.read_bytes() == first
+    assert settings.stat().st_mtime_ns == stamp
+    assert (tmp_path / "settings.json.bak").read_bytes() == backup
+
+
+def test_reinstall_replaces_only_our_entries(tmp_path: Path) -> None:
+    """Switching http -> command, a user's hook added to one of our groups, and a handler
+    removed from the app: our old entries go, everything else stays."""
+    settings = tmp_path / "settings.json"
+    write_json(settings, EXISTING)
+    install(command_app.app, TARGET, str(settings), base_url=BASE)
+    data = json.loads(settings.read_bytes())
+    stop_group = data["hooks"]["Stop"][0]
+    stop_group["hooks"].append({"type": "command", "command": "./after-stop.sh"})
+    write_json(settings, data)
+
+    install(command_app.app, TARGET, str(settings), command=True)
+    data = json.loads(settings.read_bytes())
+    assert {entry["type"] for _, _, entry in ours(data)} == {"command"}
+    assert len(ours(data)) == len(command_app.app.handlers)
+    stop_commands = [e["command"] for g in data["hooks"]["Stop"] for e in g["hooks"]]
+    assert stop_commands == [
+        f"handler-kit command {TARGET} --handler cite_ticket",
+        "./after-stop.sh",
+    ]
+
+    smaller = HookApp("smaller")
+
+    @smaller.pre_tool_use(matcher="Bash")
+    def no_npm(event: PreToolUse) -> None:
+        return None
+
+    install(smaller, TARGET, str(settings), command=True)
+    data = json.loads(settings.read_bytes())
+    assert [(e, m) for e, m, _ in ours(data)] == [("PreToolUse", "Bash")]
+    assert "SessionStart" not in data["hooks"] and "UserPromptSubmit" not in data["hooks"]
+    assert data["hooks"]["Stop"] == [{"hooks": [{"type": "command", "command": "./after-stop.sh"}]}]
+    assert data["hooks"]["SessionEnd"] == []  # the user's empty list is theirs
+    expected_rest = json.loads(json.dumps(EXISTING))
+    expected_rest["hooks"]["Stop"] = data["hooks"]["Stop"]
+    assert without_ours(data) == expected_rest
+
+
+def test_another_apps_entries_are_left_alone(tmp_path: Path) -> None:
+    settings = tmp_path / "settings.json"
+    write_json(settings, EXISTING)
+    install(command_app.crashy, CRASHY_APP, str(settings), command=True)
+    with_other = json.loads(settings.read_bytes())
+    install(command_app.app, TARGET, str(settings), base_url=BASE)
+    data = json.loads(settings.read_bytes())
+    assert ours(data, CRASHY_APP) == ours(with_other, CRASHY_APP)
+    assert without_ours(data) == with_other
+
+
+def test_dry_run_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    settings = tmp_path / "settings.json"
+    original = write_json(settings, EXISTING)
+    message = install(command_app.app, TARGET, str(settings), command=True, dry_run=True)
+    assert "nothing written" in message
+    diff = capsys.readouterr().out
+    assert diff.startswith(f"--- {settings}\n+++ {settings} (installed)\n")
+    added = [line for line in diff.splitlines() if line.startswith("+")]
+    command = f'"command": "handler-kit command {TARGET} --handler refund_gate",'
+    assert any(line.strip("+ ") == command for line in added)
+    assert settings.read_bytes() == original
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["settings.json"]
+
+
+def test_missing_file_is_created(tmp_path: Path) -> None:
+    settings = tmp_path / ".claude" / "settings.json"
+    message = install(command_app.app, TARGET, str(settings), command=True)
+    assert message.startswith("created")
+    data = json.loads(settings.read_bytes())
+    assert list(data) == ["hooks"]
+    assert len(ours(data)) == len(command_app.app.handlers)
+    assert settings.read_bytes().endswith(b"}\n")
+    assert not (tmp_path / ".claude" / "settings.json.bak").exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        (b'{"hooks": {,}}', "is not valid JSON (line 1 column 12"),
+        (b"// comment\n{}", "is not valid JSON"),
+        (b"[1, 2]", "holds a JSON list, not an object"),
+        (b'{"hooks": []}', '"hooks" in the settings file is not an object'),
+    ],
+)
+def test_invalid_settings_are_refused(tmp_path: Path, content: bytes, fragment: str) -> None:
+    settings = tmp_path / "settings.json"
+    settings.write_bytes(content)
+    with pytest.raises(SettingsError) as info:
+        install(command_app.app, TARGET, str(settings), command=True)
+    assert fragment in str(info.value)
+    assert settings.read_bytes() == content
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["settings.json"]
+
+
+@pytest.mark.parametrize("indent", [4, "\t"])
+def test_indentation_is_kept(tmp_path: Path, indent: int | str) -> None:
+    settings = tmp_path / "settings.json"
+    write_json(settings, EXISTING, indent=indent)
+    install(command_app.app, TARGET, str(settings), command=True)
+    text = settings.read_text()
+    assert text == json.dumps(json.loads(text), indent=indent, ensure_ascii=False) + "\n"
+
+
+def test_merge_does_not_modify_its_input() -> None:
+    before = json.dumps(EXISTING)
+    block = claude_code_hooks(command_app.app, TARGET)
+    merged = merge_hooks(EXISTING, block, TARGET)
+    assert json.dumps(EXISTING) == before
+    assert merge_hooks(merged, block, TARGET) == merged
+
+
+# -- the console script -----------------------------------------------------------------------
+
+
+def cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HANDLER_KIT_")}
+    return subprocess.run(
+        [str(HANDLER_KIT), *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=60
+    )
+
+
+@pytest.mark.skipif(not HANDLER_KIT.exists(), reason="no handler-kit console script")
+def test_install_command(tmp_path: Path) -> None:
+    settings = tmp_path / "settings.json"
+    original = write_json(settings, EXISTING)
+    first = cli("install", TARGET, "--settings", str(settings), "--command")
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == ""
+    assert f"installed the 8 hooks of {TARGET}" in first.stderr
+    written = settings.read_bytes()
+    again = cli("install", TARGET, "--settings", str(settings), "--command")
+    assert again.returncode == 0
+    assert "already has the 8 hooks" in again.stderr
+    assert settings.read_bytes() == written
+    assert (tmp_path / "settings.json.bak").read_bytes() == original
+
+    # the installed command line runs as Claude Code would run it (a shell, in the project)
+    entry = json.loads(written)["hooks"]["PreToolUse"][2]["hooks"][0]
+    env = dict(os.environ, PATH=f"{HANDLER_KIT.parent}{os.pathsep}{os.environ['PATH']}")
+    event = {
+        "hook_event_name": "PreToolUse",
+        "tool_name": "orders__refund",
+        "tool_input": {"amount": 900},
+    }
+    hook = subprocess.run(
+        entry["command"],
+        shell=True,
+        input=json.dumps(event),
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=60,
+    )
+    assert hook.returncode == 0, hook.stderr
+    assert json.loads(hook.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"hooks": ')
+    refused = cli("install", TARGET, "--settings", str(broken), "--base-url", BASE)
+    assert refused.returncode == 1
+    assert refused.stderr.startswith(f"handler-kit install: {broken} is not valid JSON")
+    assert "Traceback" not in refused.stderr
+    assert broken.read_text() == '{"hooks": '
+
+    missing_app = cli("install", "nosuch_module:app", "--settings", str(settings), "--command")
+    assert missing_app.returncode == 1
+    assert "no module named 'nosuch_module'" in missing_app.stderr

@@ -1,0 +1,507 @@
+"""HookApp: registration, where handlers run, concurrency, merge order, loop guard,
+deadlines, failure policies and decoration errors.
+
+Concurrency is proven with barriers both handlers must reach (a sequential run would break
+the barrier), never with wall-clock thresholds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+
+import pytest
+
+from handler_kit import (
+    EVENT_MODELS,
+    HookApp,
+    allow,
+    block,
+    context,
+    deny,
+    parse_event,
+    rewrite,
+)
+from handler_kit.core.vocabulary import DEFAULT_TIMEOUT, Status, server_deadline
+from handler_kit.testing import running_server
+
+PRE = {"hook_event_name": "PreToolUse", "tool_name": "issue_refund", "tool_input": {"amount": 1}}
+
+
+def answer(hooks: HookApp, data: dict):
+    return asyncio.run(hooks.answer(parse_event(data)))
+
+
+# -- where handlers run --------------------------------------------------------------------
+
+
+def test_sync_handlers_run_in_a_worker_thread_async_on_the_loop():
+    hooks = HookApp("threads")
+    seen: dict[str, int] = {}
+
+    @hooks.pre_tool_use()
+    def sync_handler(event):
+        seen["sync"] = threading.get_ident()
+
+    @hooks.pre_tool_use()
+    async def async_handler(event):
+        await asyncio.sleep(0)
+        seen["async"] = threading.get_ident()
+
+    async def main():
+        seen["loop"] = threading.get_ident()
+        return await hooks.answer(parse_event(PRE))
+
+    result = asyncio.run(main())
+    assert [i.status for i in result.invocations] == [Status.OK, Status.OK]
+    assert seen["async"] == seen["loop"]
+    assert seen["sync"] != seen["loop"]
+
+
+def test_sync_handler_off_the_servers_loop_over_real_http():
+    hooks = HookApp("threads-http")
+    seen: dict[str, int] = {}
+
+    @hooks.pre_tool_use()
+    def sync_handler(event):
+        seen["sync"] = threading.get_ident()
+        return allow("sync")
+
+    @hooks.pre_tool_use()
+    async def async_handler(event):
+        seen["loop"] = threading.get_ident()
+        return allow()
+
+    with running_server(hooks) as server, server.client() as client:
+        result = client.send(PRE)
+    assert result.decision == "allow" and result.reason == "sync"
+    assert seen["sync"] != seen["loop"]
+    assert seen["loop"] != threading.get_ident()  # the server's loop thread, not the test's
+
+
+# -- concurrency ---------------------------------------------------------------------------
+
+
+def test_async_handlers_run_concurrently():
+    hooks = HookApp("concurrent")
+    arrived: list[str] = []
+    both_here = asyncio.Event()
+
+    def make(label):
+        async def handler(event):
+            arrived.append(label)
+            if len(arrived) == 2:
+                both_here.set()
+            # a sequential run never gets here for the first handler: the barrier times out
+            await asyncio.wait_for(both_here.wait(), timeout=8)
+            return context(label)
+
+        return handler
+
+    hooks.user_prompt_submit(name="one", timeout=10)(make("one"))
+    hooks.user_prompt_submit(name="two", timeout=10)(make("two"))
+    result = answer(hooks, {"hook_event_name": "UserPromptSubmit", "prompt": "hi"})
+    assert [i.status for i in result.invocations] == [Status.OK, Status.OK]
+    assert result.output["hookSpecificOutput"]["additionalContext"] == "one\n\ntwo"
+
+
+def test_sync_and_async_handlers_run_concurrently():
+    hooks = HookApp("concurrent-sync")
+    barrier = threading.Barrier(3, timeout=8)
+
+    @hooks.session_start(timeout=10)
+    def first(event):
+        barrier.wait()  # BrokenBarrierError unless all three are running at once
+        return "first"
+
+    @hooks.session_start(timeout=10)
+    def second(event):
+        barrier.wait()
+        return "second"
+
+    @hooks.session_start(timeout=10)
+    async def third(event):
+        await asyncio.to_thread(barrier.wait)
+        return "third"
+
+    result = answer(hooks, {"hook_event_name": "SessionStart", "source": "startup"})
+    assert [i.status for i in result.invocations] == [Status.OK, Status.OK, Status.OK]
+    assert result.output["hookSpecificOutput"]["additionalContext"] == ("first\n\nsecond\n\nthird")
+
+
+def test_merge_follows_registration_order_not_completion_order():
+    hooks = HookApp("order")
+    second_done = asyncio.Event()
+
+    @hooks.pre_tool_use(timeout=10)
+    async def first(event):
+        await asyncio.wait_for(second_done.wait(), timeout=8)  # finishes last
+        return deny("first reason")
+
+    @hooks.pre_tool_use()
+    async def second(event):
+        second_done.set()
+        return deny("second reason")
+
+    @hooks.user_prompt_submit(name="ctx_first", timeout=10)
+    async def ctx_first(event):
+        await asyncio.wait_for(second_done.wait(), timeout=8)
+        return "A"
+
+    @hooks.user_prompt_submit(name="ctx_second")
+    async def ctx_second(event):
+        second_done.set()
+        return "B"
+
+    result = answer(hooks, PRE)
+    assert result.output["hookSpecificOutput"]["permissionDecisionReason"] == "first reason"
+    second_done.clear()
+    result = answer(hooks, {"hook_event_name": "UserPromptSubmit"})
+    assert result.output["hookSpecificOutput"]["additionalContext"] == "A\n\nB"
+
+
+def test_several_handlers_merged_by_the_runtime_rules():
+    hooks = HookApp("merge")
+
+    @hooks.pre_tool_use()
+    def allows(event):
+        return allow("fine")
+
+    @hooks.pre_tool_use()
+    def rewrites(event):
+        return rewrite({**event.tool_input, "requested_by": "U1"})
+
+    result = answer(hooks, PRE)
+    assert result.output == {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "allow",
+            "permissionDecisionReason": "fine",
+            "updatedInput": {"amount": 1, "requested_by": "U1"},
+        }
+    }
+
+    @hooks.pre_tool_use()
+    def denies(event):
+        return deny("no")
+
+    result = answer(hooks, PRE)
+    assert result.output == {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": "no",
+        }
+    }
+
+
+# -- Stop loop guard -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("event_name", ["Stop", "SubagentStop"])
+def test_stop_loop_guard(event_name, caplog):
+    hooks = HookApp("guard")
+
+    @hooks.on(event_name)
+    def check_reply(event):
+        return block("cite the ticket")
+
+    fresh = {"hook_event_name": event_name, "stop_hook_active": False}
+    assert answer(hooks, fresh).output == {"decision": "block", "reason": "cite the ticket"}
+
+    caplog.set_level(logging.WARNING, logger="handler_kit")
+    looping = {"hook_event_name": event_name, "stop_hook_active": True}
+    result = answer(hooks, looping)
+    assert result.output == {}
+    assert [i.status for i in result.invocations] == [Status.LOOP_GUARDED]
+    assert not result.failed
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert any(
+        "check_reply" in r.getMessage() and "stop_hook_active" in r.getMessage() for r in warnings
+    )
+
+
+def test_stop_loop_guard_keeps_other_handlers_and_can_be_opted_out():
+    hooks = HookApp("guard-optout")
+
+    @hooks.stop()
+    def guarded(event):
+        return block("guarded block")
+
+    @hooks.stop()
+    def adds_context(event):
+        return "keep going"
+
+    looping = {"hook_event_name": "Stop", "stop_hook_active": True}
+    assert answer(hooks, looping).output == {
+        "hookSpecificOutput": {"hookEventName": "Stop", "additionalContext": "keep going"}
+    }
+
+    @hooks.stop(stop_loop_guard=False)
+    def insists(event):
+        return block("insisting")
+
+    assert answer(hooks, looping).output == {
+        "decision": "block",
+        "reason": "insisting",
+        "hookSpecificOutput": {"hookEventName": "Stop", "additionalContext": "keep going"},
+    }
+
+
+# -- deadlines and failure policies --------------------------------------------------------
+
+
+def test_deadline_is_a_little_under_the_timeout():
+    for timeout in (0.5, 1, 2, 3, 5, 10):
+        deadline = server_deadline(timeout)
+        assert 0.85 * timeout <= deadline < timeout
+        assert timeout - deadline <= 0.5
+    hooks = HookApp("deadlines")
+
+    @hooks.pre_tool_use()
+    def default_pre(event): ...
+
+    @hooks.session_start()
+    def default_session(event): ...
+
+    @hooks.pre_tool_use(timeout=1)
+    def one_second(event): ...
+
+    assert hooks.by_name["default_pre"].timeout == DEFAULT_TIMEOUT == 3.0
+    assert hooks.by_name["default_session"].timeout == 5.0
+    for handler in hooks.handlers:
+        assert handler.deadline == server_deadline(handler.timeout) < handler.timeout
+    assert hooks.by_name["one_second"].deadline == pytest.approx(0.9)
+
+
+@pytest.mark.parametrize("kind", ["async", "sync"])
+def test_a_hanging_handler_is_cut_at_the_deadline(kind):
+    hooks = HookApp("hangs")
+    release = threading.Event()
+
+    if kind == "async":
+
+        @hooks.pre_tool_use(timeout=0.5)
+        async def hangs(event):
+            await asyncio.sleep(30)
+
+    else:
+
+        @hooks.pre_tool_use(timeout=0.5)
+        def hangs(event):
+            release.wait(30)
+
+    @hooks.pre_tool_use(timeout=0.5, fail_closed=True, name="gate")
+    async def gate(event):
+        await asyncio.sleep(30)
+
+    async def main():
+        try:
+            return await hooks.answer(parse_event(PRE))
+        finally:
+            release.set()  # free the worker thread before asyncio.run waits for it
+
+    started = time.monotonic()
+    result = asyncio.run(main())
+    elapsed = time.monotonic() - started
+    assert elapsed >= server_deadline(0.5)
+    assert [i.status for i in result.invocations] == [Status.TIMEOUT, Status.FAIL_CLOSED]
+    out = result.output["hookSpecificOutput"]
+    assert out["permissionDecision"] == "deny"
+    assert "'gate' did not answer in time" in out["permissionDecisionReason"]
+
+
+def test_handler_failures_follow_the_policy(caplog):
+    hooks = HookApp("failures")
+
+    @hooks.pre_tool_use(fail_closed=True)
+    def gate(event):
+        raise RuntimeError("database down")
+
+    @hooks.post_tool_use()
+    def note(event):
+        raise RuntimeError("boom")
+
+    @hooks.session_start()
+    def wrong_helper(event):
+        return deny("SessionStart cannot deny")
+
+    @hooks.user_prompt_submit(fail_closed=True)
+    def wrong_helper_gate(event):
+        return rewrite({"x": 1})
+
+    result = answer(hooks, PRE)
+    assert result.output["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert "'gate' failed" in result.output["hookSpecificOutput"]["permissionDecisionReason"]
+    assert "database down" not in str(result.output)
+
+    result = answer(hooks, {"hook_event_name": "PostToolUse", "tool_name": "x"})
+    assert result.output == {} and result.failed and not result.timed_out
+    assert result.invocations[0].status == Status.ERROR
+    assert "boom" in result.invocations[0].error
+
+    caplog.set_level(logging.ERROR, logger="handler_kit")
+    result = answer(hooks, {"hook_event_name": "SessionStart"})
+    assert result.output == {} and result.failed
+    assert "cannot carry" in result.invocations[0].error
+    assert any("wrong_helper" in r.getMessage() for r in caplog.records)
+
+    result = answer(hooks, {"hook_event_name": "UserPromptSubmit", "prompt": "x"})
+    assert result.output["decision"] == "block"
+    assert "'wrong_helper_gate' failed" in result.output["reason"]
+
+
+def test_async_handler_paths():
+    """Async handlers that return at once, suspend several times, or raise after a wait."""
+    hooks = HookApp("async-paths")
+
+    @hooks.user_prompt_submit()
+    async def immediate(event):
+        return "immediate"
+
+    @hooks.user_prompt_submit()
+    async def suspends(event):
+        for _ in range(3):
+            await asyncio.sleep(0)
+        await asyncio.sleep(0.01)
+        return "suspended"
+
+    @hooks.user_prompt_submit()
+    async def raises_late(event):
+        await asyncio.sleep(0)
+        raise ValueError("late")
+
+    result = answer(hooks, {"hook_event_name": "UserPromptSubmit"})
+    assert [i.status for i in result.invocations] == [Status.OK, Status.OK, Status.ERROR]
+    assert result.output["hookSpecificOutput"]["additionalContext"] == "immediate\n\nsuspended"
+    only = asyncio.run(
+        hooks.answer(
+            parse_event({"hook_event_name": "UserPromptSubmit"}), [hooks.by_name["suspends"]]
+        )
+    )
+    assert only.output["hookSpecificOutput"]["additionalContext"] == "suspended"
+
+
+def test_answer_sync_and_return_value_forms():
+    hooks = HookApp("forms")
+
+    @hooks.pre_tool_use(matcher="dict_tool")
+    def as_dict(event):
+        return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask"}}
+
+    @hooks.pre_tool_use(matcher="none_tool")
+    def as_none(event):
+        return None
+
+    @hooks.pre_tool_use(matcher="bad_tool")
+    def as_int(event):
+        return 42
+
+    def run(tool):
+        return hooks.answer_sync(parse_event({"hook_event_name": "PreToolUse", "tool_name": tool}))
+
+    assert run("dict_tool").output["hookSpecificOutput"]["permissionDecision"] == "ask"
+    assert run("none_tool").output == {} and not run("none_tool").failed
+    assert run("bad_tool").failed
+    assert run("other_tool").output == {} and run("other_tool").invocations == []
+
+
+# -- decoration ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "event", ["SessionStart", "PostToolUse", "Stop", "SubagentStop", "Notification"]
+)
+def test_fail_closed_rejected_where_there_is_no_safe_decision(event):
+    hooks = HookApp("fc")
+    with pytest.raises(ValueError, match=f"fail_closed is not possible on {event}"):
+        hooks.on(event, fail_closed=True)
+
+
+@pytest.mark.parametrize(
+    "event", ["PreToolUse", "UserPromptSubmit", "PermissionRequest", "UserPromptExpansion"]
+)
+def test_fail_closed_accepted_where_there_is_a_safe_decision(event):
+    hooks = HookApp("fc-ok")
+
+    @hooks.on(event, fail_closed=True)
+    def gate(event): ...
+
+    assert hooks.by_name["gate"].fail_closed
+
+
+def test_decorators_exist_for_every_event():
+    hooks = HookApp("all")
+    for event in EVENT_MODELS:
+        attr = "".join("_" + c.lower() if c.isupper() else c for c in event).lstrip("_")
+        decorator = getattr(hooks, attr)
+
+        @decorator(name=f"h_{attr}")
+        def handler(event): ...
+
+        assert hooks.by_name[f"h_{attr}"].event == event
+
+
+def test_decoration_errors_are_clear():
+    hooks = HookApp("errors")
+    with pytest.raises(ValueError, match=r"unknown hook event 'PreToolUsee'.*PreToolUse"):
+        hooks.on("PreToolUsee")
+
+    @hooks.on("RunbearSpecialEvent", allow_unknown_event=True)
+    def custom(event): ...
+
+    assert hooks.by_name["custom"].event == "RunbearSpecialEvent"
+
+    @hooks.pre_tool_use()
+    def taken(event): ...
+
+    with pytest.raises(ValueError, match="'taken' is already registered"):
+
+        @hooks.stop(name="taken")
+        def other(event): ...
+
+    with pytest.raises(ValueError, match="'bad name!' must be letters"):
+
+        @hooks.stop(name="bad name!")
+        def bad(event): ...
+
+    with pytest.raises(TypeError, match="'no_args' must take the event"):
+
+        @hooks.stop()
+        def no_args(): ...
+
+    with pytest.raises(TypeError, match="'two_args' must take the event"):
+
+        @hooks.stop()
+        def two_args(event, extra): ...
+
+    for timeout in (0, -1):
+        with pytest.raises(ValueError, match="timeout must be a positive"):
+            hooks.stop(timeout=timeout)
+
+    with pytest.raises(ValueError, match=r"'gate_with_bad_matcher'.*invalid matcher"):
+
+        @hooks.pre_tool_use(matcher="refund(")
+        def gate_with_bad_matcher(event): ...
+
+    assert [h.name for h in hooks.handlers] == ["custom", "taken"]
+
+
+def test_decorator_returns_the_function_and_keeps_options():
+    hooks = HookApp("opts")
+
+    @hooks.pre_tool_use(matcher="a|b", timeout=7, fail_closed=True, name="gate-1")
+    async def gate(event):
+        """Deny things."""
+
+    assert callable(gate) and gate.__name__ == "gate"
+    handler = hooks.by_name["gate-1"]
+    assert (handler.event, handler.matcher, handler.timeout, handler.fail_closed) == (
+        "PreToolUse",
+        "a|b",
+        7.0,
+        True,
+    )
+    assert handler.is_async and handler.description == "Deny things."

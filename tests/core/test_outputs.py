@@ -1,0 +1,359 @@
+"""Outputs: every helper renders the exact Claude Code JSON of the event it is returned from;
+every captured output round-trips; what an event cannot carry is an OutputError."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from handler_kit import Output, OutputError, allow, ask, block, context, deny, halt, rewrite
+from handler_kit.core.outputs import (
+    CONTEXT_LIMIT,
+    TRUNCATION_MARKER,
+    cap_context,
+    normalize,
+    parse_output,
+)
+from tests.support.payloads import PAYLOADS, load, output_files
+
+
+def hso(event: str, **fields: Any) -> dict[str, Any]:
+    return {"hookSpecificOutput": {"hookEventName": event, **fields}}
+
+
+# -- helpers render the exact JSON per event ----------------------------------------------
+
+RENDERED = [
+    (
+        "PreToolUse",
+        deny("Refunds over $500 need a human approver."),
+        hso(
+            "PreToolUse",
+            permissionDecision="deny",
+            permissionDecisionReason="Refunds over $500 need a human approver.",
+        ),
+    ),
+    ("PreToolUse", allow(), hso("PreToolUse", permissionDecision="allow")),
+    (
+        "PreToolUse",
+        allow("fine", updated_input={"a": 1}),
+        hso(
+            "PreToolUse",
+            permissionDecision="allow",
+            permissionDecisionReason="fine",
+            updatedInput={"a": 1},
+        ),
+    ),
+    (
+        "PreToolUse",
+        ask("confirm?"),
+        hso("PreToolUse", permissionDecision="ask", permissionDecisionReason="confirm?"),
+    ),
+    (
+        "PreToolUse",
+        ask(updated_input={"cmd": "ls -la"}),
+        hso("PreToolUse", permissionDecision="ask", updatedInput={"cmd": "ls -la"}),
+    ),
+    (
+        "PreToolUse",
+        rewrite({"order_id": "4821", "amount": 640, "requested_by": "U1"}),
+        hso(
+            "PreToolUse",
+            permissionDecision="allow",
+            updatedInput={"order_id": "4821", "amount": 640, "requested_by": "U1"},
+        ),
+    ),
+    ("PreToolUse", context("env: prod"), hso("PreToolUse", additionalContext="env: prod")),
+    (
+        "PermissionRequest",
+        deny("Blocked by repository policy."),
+        hso(
+            "PermissionRequest",
+            decision={"behavior": "deny", "message": "Blocked by repository policy."},
+        ),
+    ),
+    (
+        "PermissionRequest",
+        rewrite({"command": "npm run lint"}),
+        hso(
+            "PermissionRequest",
+            decision={"behavior": "allow", "updatedInput": {"command": "npm run lint"}},
+        ),
+    ),
+    (
+        "UserPromptSubmit",
+        block("This channel is for billing questions only."),
+        {"decision": "block", "reason": "This channel is for billing questions only."},
+    ),
+    (
+        "UserPromptSubmit",
+        context("Dana is on the Enterprise plan."),
+        hso("UserPromptSubmit", additionalContext="Dana is on the Enterprise plan."),
+    ),
+    (
+        "Stop",
+        block("The reply does not cite the ticket number."),
+        {"decision": "block", "reason": "The reply does not cite the ticket number."},
+    ),
+    ("Stop", context("run the tests"), hso("Stop", additionalContext="run the tests")),
+    ("SubagentStop", block("again"), {"decision": "block", "reason": "again"}),
+    ("PostToolUse", block("review it"), {"decision": "block", "reason": "review it"}),
+    ("PostToolUse", context("audited"), hso("PostToolUse", additionalContext="audited")),
+    (
+        "SessionStart",
+        context("Returns within 30 days."),
+        hso("SessionStart", additionalContext="Returns within 30 days."),
+    ),
+    ("Setup", context("deps installed"), hso("Setup", additionalContext="deps installed")),
+    ("SubagentStart", context("be careful"), hso("SubagentStart", additionalContext="be careful")),
+    ("ConfigChange", block("admin only"), {"decision": "block", "reason": "admin only"}),
+    ("Stop", halt("Build failed"), {"continue": False, "stopReason": "Build failed"}),
+    ("PreToolUse", halt(), {"continue": False}),
+    ("Notification", halt("bye"), {"continue": False, "stopReason": "bye"}),
+    ("SessionStart", Output(), {}),
+]
+
+
+@pytest.mark.parametrize(
+    ("event", "output", "expected"),
+    RENDERED,
+    ids=[f"{event}-{i}" for i, (event, _, _) in enumerate(RENDERED)],
+)
+def test_helper_renders_exact_claude_code_json(event, output, expected):
+    rendered = output.render(event)
+    assert rendered == expected
+    if "hookSpecificOutput" in rendered:
+        assert rendered["hookSpecificOutput"]["hookEventName"] == event
+    # and reading it back gives the same answer
+    assert parse_output(event, rendered).render(event) == expected
+
+
+def test_block_is_top_level_and_context_nested_together():
+    out = Output(decision="block", reason="no", context="why")
+    assert out.render("UserPromptSubmit") == {
+        "decision": "block",
+        "reason": "no",
+        "hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": "why"},
+    }
+
+
+# -- a helper the event cannot carry -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("event", "output", "message"),
+    [
+        ("SessionStart", deny("no"), "SessionStart cannot carry a permission decision"),
+        ("Stop", allow(), "Stop cannot carry a permission decision"),
+        ("UserPromptSubmit", ask("?"), "cannot carry a permission decision"),
+        ("PostToolUse", rewrite({"a": 1}), "cannot carry a permission decision"),
+        ("PreToolUse", block("no"), "use deny()"),
+        ("PermissionRequest", block("no"), "use deny()"),
+        ("SessionStart", block("no"), "SessionStart cannot carry a block"),
+        ("Notification", block("no"), "cannot carry a block"),
+        ("PermissionRequest", ask("?"), "PermissionRequest cannot carry 'ask'"),
+        ("PostToolUse", Output(updated_input={"a": 1}), "updated_input"),
+        ("Stop", Output(updated_input={"a": 1}), "updated_input"),
+        ("Notification", context("x"), "Notification cannot carry additional context"),
+        ("SessionEnd", context("x"), "cannot carry additional context"),
+        ("PreToolUse", Output(decision="maybe"), "not a PreToolUse permission decision"),
+    ],
+)
+def test_output_the_event_cannot_carry_raises(event, output, message):
+    with pytest.raises(OutputError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        output.render(event)
+    with pytest.raises(OutputError):
+        normalize(event, output)
+
+
+def test_helper_arguments_are_checked():
+    with pytest.raises(TypeError):
+        deny("")
+    with pytest.raises(TypeError):
+        block(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        rewrite(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        allow(updated_input=["not", "a", "dict"])  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        context(5)  # type: ignore[arg-type]
+
+
+# -- normalisation of return values --------------------------------------------------------
+
+
+def test_normalize_return_values():
+    assert normalize("PreToolUse", None).render("PreToolUse") == {}
+    assert normalize("SessionStart", "").render("SessionStart") == {}
+    assert normalize("SessionStart", "policy").render("SessionStart") == hso(
+        "SessionStart", additionalContext="policy"
+    )
+    as_dict = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny"}}
+    assert normalize("PreToolUse", as_dict).render("PreToolUse") == as_dict
+    # a dict may omit hookEventName: the render sets it
+    loose = {"hookSpecificOutput": {"additionalContext": "x"}}
+    assert normalize("PostToolUse", loose).render("PostToolUse") == hso(
+        "PostToolUse", additionalContext="x"
+    )
+    assert normalize("Stop", {}).render("Stop") == {}
+
+
+@pytest.mark.parametrize(
+    ("event", "value"),
+    [
+        ("PreToolUse", 42),
+        ("PreToolUse", ["deny"]),
+        ("PreToolUse", True),
+        ("Notification", "text on an event that reads no context"),
+        ("PreToolUse", {"hookSpecificOutput": {"hookEventName": "Stop"}}),
+        ("PreToolUse", {"hookSpecificOutput": {"permissionDecision": "block"}}),
+        ("PreToolUse", {"decision": "maybe"}),
+        ("Stop", {"decision": "deny"}),
+        ("Stop", {"hookSpecificOutput": "not an object"}),
+        ("Stop", {"continue": "no"}),
+        ("Stop", {"reason": 5, "decision": "block"}),
+        ("SessionStart", {"hookSpecificOutput": {"additionalContext": ["a"]}}),
+        ("PreToolUse", {"hookSpecificOutput": {"updatedInput": "rm -rf /"}}),
+        ("PermissionRequest", {"hookSpecificOutput": {"decision": {"behavior": "ask"}}}),
+        ("SessionStart", {"decision": "block", "reason": "a block SessionStart cannot carry"}),
+    ],
+)
+def test_bad_return_values_raise_output_error(event, value):
+    with pytest.raises(OutputError):
+        normalize(event, value)
+
+
+# -- 10,000-character cap ------------------------------------------------------------------
+
+
+def test_context_cap_with_visible_marker():
+    exact = "x" * CONTEXT_LIMIT
+    assert cap_context(exact) == exact
+    long = "y" * (CONTEXT_LIMIT + 1)
+    capped = cap_context(long)
+    assert len(capped) == CONTEXT_LIMIT
+    assert capped.endswith(TRUNCATION_MARKER)
+    assert "truncated" in TRUNCATION_MARKER
+    rendered = context("z" * 50_000).render("UserPromptSubmit")
+    text = rendered["hookSpecificOutput"]["additionalContext"]
+    assert len(text) == CONTEXT_LIMIT
+    assert text.startswith("z" * 1000) and text.endswith(TRUNCATION_MARKER)
+
+
+# -- the captured outputs round-trip -------------------------------------------------------
+
+# The event of each file, from its name (or its hookEventName); files written for several
+# events are listed with each event they are documented for.
+EVENT_OF = {
+    "configchange": ["ConfigChange"],
+    "elicitation": ["Elicitation"],
+    "elicitationresult": ["ElicitationResult"],
+    "permissiondenied": ["PermissionDenied"],
+    "permissionrequest": ["PermissionRequest"],
+    "posttoolbatch": ["PostToolBatch"],
+    "posttooluse": ["PostToolUse"],
+    "pretooluse": ["PreToolUse"],
+    "sessionstart": ["SessionStart"],
+    "setup": ["Setup"],
+    "stop": ["Stop"],
+    "subagentstart": ["SubagentStart"],
+    "userpromptexpansion": ["UserPromptExpansion"],
+    "userpromptsubmit": ["UserPromptSubmit"],
+}
+# Files whose name carries no event, with the events their source documents them for.
+NAMELESS = {
+    # universal continue:false + stopReason: accepted on every event
+    "claude_docs_continue_false_3.json": ["Stop", "PreToolUse", "UserPromptSubmit"],
+    # "top-level decision: block (UserPromptSubmit/PostToolUse/Stop/...)"
+    "claude_docs_toplevel_decision_block_4.json": ["UserPromptSubmit", "PostToolUse", "Stop"],
+    # Codex Interrupt (no Claude Code counterpart): only systemMessage; universal
+    "codex_docs_interrupt_systemmessage_30.json": ["Stop", "Notification"],
+    # returned "by every non-SessionStart hook"
+    "wild_claudemem_continue_suppress_21.json": ["PreToolUse", "PostToolUse", "Stop"],
+    # a test-blocker hook: continue:false together with decision:block
+    "wild_decider_continue_false_and_block_20.json": ["Stop", "UserPromptSubmit"],
+}
+# Files whose round trip is not the identity, and what it is instead (legacy spellings are
+# read, and written back in the current spelling).
+REWRITTEN = {
+    # Codex's older PreToolUse shape: top-level block is deny; written in today's spelling.
+    ("codex_docs_pretooluse_legacy_block_25.json", "PreToolUse"): hso(
+        "PreToolUse",
+        permissionDecision="deny",
+        permissionDecisionReason="Destructive command blocked by hook.",
+    ),
+    # A PermissionRequest hook printing the legacy PreToolUse {"decision": "approve"}: read as
+    # allow (what the hook meant); written in the PermissionRequest schema. The reason has no
+    # field of its own on an allow, so it rides along as decision.message.
+    ("wild_jacky_permissionrequest_legacy_approve_22.json", "PermissionRequest"): hso(
+        "PermissionRequest", decision={"behavior": "allow", "message": "Read-only operation"}
+    ),
+}
+
+
+def _events_of(path: Path) -> list[str]:
+    if path.name in NAMELESS:
+        return NAMELESS[path.name]
+    data = load(path)
+    named = (data.get("hookSpecificOutput") or {}).get("hookEventName")
+    parts = path.stem.split("_")
+    from_name = [e for key, events in EVENT_OF.items() if key in parts for e in events]
+    assert from_name, f"cannot tell the event of {path.name}: add it to NAMELESS"
+    if named is not None:
+        assert from_name == [named], path.name
+    return from_name
+
+
+OUTPUT_CASES = [
+    pytest.param(path, event, id=f"{path.name}-{event}")
+    for path in output_files()
+    for event in _events_of(path)
+] or [pytest.param(None, None, marks=pytest.mark.skip(reason=f"no corpus at {PAYLOADS}"))]
+
+
+@pytest.mark.parametrize(("path", "event"), OUTPUT_CASES)
+def test_corpus_output_round_trips(path, event):
+    data = load(path)
+    output = parse_output(event, data)
+    rendered = output.render(event)
+    assert rendered == REWRITTEN.get((path.name, event), data)
+    # rendering is stable: the rendered JSON reads back to the same answer
+    assert parse_output(event, rendered).render(event) == rendered
+    # and a handler returning the captured dict gets the same answer
+    assert normalize(event, data).render(event) == rendered
+
+
+def test_corpus_outputs_mixing_shapes_keep_both():
+    """Files that combine shapes: assert what is sensible for each part."""
+    if not output_files():
+        pytest.skip(f"no corpus at {PAYLOADS}")
+    folder = PAYLOADS / "outputs"
+    # continue:false + decision:block on Stop: both are kept (continue:false takes precedence
+    # in the runtime, and the block's reason still says why).
+    decider = load(folder / "wild_decider_continue_false_and_block_20.json")
+    mixed = parse_output("Stop", decider)
+    assert mixed.continue_ is False and mixed.decision == "block"
+    assert mixed.stop_reason.startswith("🛑") and mixed.reason.startswith("This is a test hook")
+    # On PreToolUse the same file is a deny (legacy top-level block) plus continue:false.
+    legacy = parse_output("PreToolUse", decider)
+    assert legacy.decision == "deny" and legacy.continue_ is False
+    # every universal field at once, with a block: all kept verbatim, empty stopReason too
+    stop = parse_output("Stop", load(folder / "wild_secustor_stop_all_universal_fields_19.json"))
+    assert (stop.continue_, stop.stop_reason, stop.suppress_output) == (True, "", False)
+    assert stop.decision == "block"
+    # block + context + sessionTitle on UserPromptSubmit: block top level, the rest nested
+    ups = parse_output(
+        "UserPromptSubmit", load(folder / "claude_docs_userpromptsubmit_block_context_7.json")
+    )
+    assert ups.decision == "block" and ups.context == "My additional context here"
+    assert ups.specific == {"sessionTitle": "My session title"}
+    # an empty additionalContext stays an (empty) context, not "no output"
+    empty = parse_output(
+        "SessionStart", load(folder / "wild_sessionhub_sessionstart_empty_context_32.json")
+    )
+    assert empty.context == "" and not empty.is_empty
+    # the legacy block is refused where the event has no block at all
+    with pytest.raises(OutputError):
+        normalize("SessionStart", load(folder / "claude_docs_toplevel_decision_block_4.json"))

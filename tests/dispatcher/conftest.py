@@ -1,0 +1,63 @@
+"""The dispatcher's peers, started once per test module: a scripted HTTPS endpoint and an MCP
+server (``tests.support.dispatch``) behind a throw-away CA, and a factory of dispatchers that
+trust it. tests/cli/ uses them too, for ``handler-kit dispatch``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from handler_kit.dispatcher import Dispatcher
+from tests.support.dispatch import McpRecorder, ScriptServer, build_mcp_app
+from tests.support.processes import Tls, make_tls, serve_asgi
+
+
+@pytest.fixture(scope="module")
+def dispatch_tls() -> Iterator[Tls]:
+    with make_tls() as material:
+        yield material
+
+
+@pytest.fixture(scope="module")
+def script_server(dispatch_tls: Tls) -> Iterator[ScriptServer]:
+    server = ScriptServer()
+    with serve_asgi(server, dispatch_tls) as port:
+        server.base = f"https://127.0.0.1:{port}"
+        yield server
+
+
+@pytest.fixture
+def scripted(script_server: ScriptServer) -> ScriptServer:
+    """The scripted HTTPS endpoint, its request log emptied for this test."""
+    script_server.reset()
+    return script_server
+
+
+@pytest.fixture(scope="module")
+def mcp_test_server(dispatch_tls: Tls) -> Iterator[McpRecorder]:
+    recorder = McpRecorder()
+    with serve_asgi(build_mcp_app(recorder), dispatch_tls) as port:
+        recorder.url = f"https://127.0.0.1:{port}/mcp"
+        yield recorder
+
+
+@pytest.fixture
+def dispatcher_for(dispatch_tls: Tls, request: pytest.FixtureRequest) -> Callable[..., Dispatcher]:
+    """``dispatcher_for(document, **options)``: a Dispatcher trusting the test CA, allowed to
+    call 127.0.0.1, with the MCP test server registered as ``ctx`` when the document uses it."""
+
+    def make(document: dict[str, Any], **options: Any) -> Dispatcher:
+        servers = options.pop("mcp_servers", None)
+        if servers is None and "mcp_tool" in json.dumps(document):
+            recorder = request.getfixturevalue("mcp_test_server")
+            recorder.calls.clear()
+            recorder.authorizations.clear()
+            servers = {"ctx": recorder.url}
+        options.setdefault("allow_private", True)
+        options.setdefault("ca_file", dispatch_tls.ca_file)
+        return Dispatcher(document, mcp_servers=servers, **options)
+
+    return make

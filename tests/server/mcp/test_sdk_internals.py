@@ -1,0 +1,377 @@
+"""The MCP SDK internals the fast path relies on, pinned one by one.
+
+``handler_kit/server/mcp/_fast_path.py`` mirrors the SDK rather than calling it through its
+public API: private modules and methods, provisional attributes, constants and rules it copies.
+Each of them is listed here with the shape the fast path expects, so that an SDK upgrade that
+moves or changes one fails here, naming it, instead of as a byte difference in the equivalence
+corpus (or not at all). A second test holds the fence: no other module of the MCP package
+touches anything but the SDK's public API, and every SDK name the fast path imports is pinned.
+
+``_fast_path`` is imported inside the checks that compare against it, not at the top: when an
+internal is gone the module no longer imports, and the pins must still say which one.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import importlib
+import importlib.util
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.requests import Request
+
+import handler_kit.server.mcp
+
+Check = Callable[[Any], None]
+
+
+@dataclass(frozen=True)
+class Pin:
+    """One SDK internal: where it lives and what the fast path needs it to be."""
+
+    module: str
+    attribute: str  # dotted, inside the module
+    check: Check
+
+    @property
+    def name(self) -> str:
+        return f"{self.module}.{self.attribute}"
+
+
+def fast_path() -> Any:
+    return importlib.import_module("handler_kit.server.mcp._fast_path")
+
+
+# -- shapes -----------------------------------------------------------------------------------
+
+
+def parameters(*expected: str) -> Check:
+    """The callable takes ``expected`` first, in order (``*name`` for keyword-only), and
+    nothing else that is required."""
+
+    def check(target: Any) -> None:
+        params = list(inspect.signature(target).parameters.values())
+        found = [("*" if p.kind is p.KEYWORD_ONLY else "") + p.name for p in params]
+        assert found[: len(expected)] == list(expected), (
+            f"takes {found}, the fast path calls it as {list(expected)}"
+        )
+        required = [
+            p.name
+            for p in params[len(expected) :]
+            if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        ]
+        assert not required, f"now also requires {required}"
+
+    return check
+
+
+def only_default_middleware(target: Any) -> None:
+    from mcp.server import Server
+
+    kinds = [type(m) for m in Server("pin").middleware]
+    assert kinds == [target], (
+        f"a new Server's middleware is {kinds}; the fast path reproduces exactly one "
+        f"{target.__name__} span and steps aside for any other middleware"
+    )
+
+
+def has_field(name: str) -> Check:
+    def check(target: Any) -> None:
+        fields = [f.name for f in dataclasses.fields(target)]
+        assert name in fields, f"has fields {fields}, the fast path reads .{name}"
+
+    return check
+
+
+def has_method(name: str) -> Check:
+    def check(target: Any) -> None:
+        assert callable(getattr(target, name, None)), f"has no {name}() (the span test uses it)"
+
+    return check
+
+
+def handshake_versions(target: Any) -> None:
+    # Versions outside this tuple are the modern (2026) era to the fast path.
+    assert isinstance(target, tuple) and all(isinstance(v, str) for v in target), repr(target)
+    assert "2025-11-25" in target and "2026-07-28" not in target, repr(target)
+
+
+def negotiated_default(target: Any) -> None:
+    # A request without MCP-Protocol-Version is answered as this (handshake-era) version.
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+    assert target in HANDSHAKE_PROTOCOL_VERSIONS, f"{target!r} is not a handshake-era version"
+
+
+def manager_body_limit(target: Any) -> None:
+    # The mount leaves the session manager's limit at its default; the fast path uses this.
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    init = inspect.signature(StreamableHTTPSessionManager.__init__)
+    default = init.parameters["max_request_body_size"].default
+    assert isinstance(target, int) and default == target, (
+        f"is {target!r} while the session manager's default limit is {default!r}"
+    )
+
+
+def routing_header(target: Any) -> None:
+    assert target.lower().encode() in fast_path()._ROUTING_HEADERS, (
+        f"{target!r} is not among the routing headers the fast path reads"
+    )
+
+
+def sdk_only_header(target: Any) -> None:
+    assert target.lower().encode() in fast_path()._SDK_ONLY_HEADERS, (
+        f"{target!r} is not among the headers that send a request to the SDK"
+    )
+
+
+ACCEPTS = (
+    "application/json",
+    "application/json, text/event-stream",
+    "text/event-stream, application/json;q=0.9",
+    "APPLICATION/JSON",
+    "application/*",
+    "*/*",
+    "text/event-stream",
+    "text/*",
+    "application/jsonx",
+    "application/json-seq",
+    "",
+)
+
+
+def same_accept_rule(target: Any) -> None:
+    mirrored = fast_path()._accepts_json
+    for accept in ACCEPTS:
+        request = Request({"type": "http", "headers": [(b"accept", accept.encode())]})
+        has_json, _ = target(request)
+        assert mirrored(accept.encode()) == has_json, (
+            f"says has_json={has_json} for Accept {accept!r}; the fast path's copy disagrees"
+        )
+
+
+HOSTS = (
+    "127.0.0.1",
+    "127.0.0.1:8000",
+    "localhost",
+    "localhost:",
+    "[::1]:8443",
+    "hooks.example.com",
+    "hooks.example.com:443",
+    "hooks.example.com.evil:443",
+    "api.example:8443",
+    "api.example:84430",
+    "api.example",
+    "evil.example",
+    "",
+)
+ORIGINS = ("", "https://hooks.example.com", "http://localhost:3000", "https://evil.example")
+CONTENT_TYPES = ("application/json", "application/json; charset=utf-8", "text/plain")
+
+
+def no_wider_than_sdk(header: str) -> Check:
+    """Whatever ``header`` the fast path lets through, the SDK's check accepts too (a request
+    the fast path refuses goes to the SDK, which answers the error)."""
+
+    def check(target: Any) -> None:
+        from mcp.server.transport_security import TransportSecurityMiddleware
+
+        from example_servers import refund_gate
+        from handler_kit.server.mcp import create_mcp_mount
+
+        allowed = ["hooks.example", "api.example:8443"]
+        mount = create_mcp_mount(refund_gate.app, allowed_hosts=allowed)
+        fast = mount._fast
+        assert fast is not None
+        middleware = TransportSecurityMiddleware(mount.security)
+        taken = 0
+        for host in HOSTS:
+            for origin in ORIGINS:
+                for content_type in CONTENT_TYPES:
+                    headers = [
+                        (b"content-type", content_type.encode()),
+                        (b"content-length", b"2"),
+                        (b"accept", b"application/json"),
+                        (b"host", host.encode()),
+                    ]
+                    if origin:
+                        headers.append((b"origin", origin.encode()))
+                    if fast.headers_ok({"headers": headers}) is None:
+                        continue
+                    taken += 1
+                    value = {"host": host, "origin": origin, "content-type": content_type}[header]
+                    assert target(middleware, value), (
+                        f"refuses {header} {value!r}, which the fast path would answer itself"
+                    )
+        assert taken, "the fast path took none of the sample requests"
+
+    return check
+
+
+PINS = [
+    Pin("mcp.server._otel", "OpenTelemetryMiddleware", only_default_middleware),
+    Pin(
+        "mcp.shared._otel",
+        "otel_span",
+        parameters(
+            "name",
+            "*kind",
+            "*attributes",
+            "*context",
+            "*record_exception",
+            "*set_status_on_exception",
+        ),
+    ),
+    Pin("mcp.shared._otel", "extract_trace_context", parameters("meta")),
+    Pin("mcp.shared._otel", "_tracer", has_method("start_as_current_span")),
+    Pin("mcp.shared.inbound", "classify_inbound_request", parameters("body", "*headers")),
+    Pin("mcp.shared.inbound", "InboundModernRoute", has_field("protocol_version")),
+    Pin("mcp.shared.inbound", "MCP_PROTOCOL_VERSION_HEADER", routing_header),
+    Pin("mcp.shared.inbound", "MCP_METHOD_HEADER", routing_header),
+    Pin("mcp.shared.inbound", "MCP_NAME_HEADER", routing_header),
+    Pin("mcp.shared.inbound", "MCP_PARAM_HEADER_PREFIX", sdk_only_header),
+    Pin("mcp.server.streamable_http", "MCP_SESSION_ID_HEADER", sdk_only_header),
+    Pin("mcp.server.streamable_http", "LAST_EVENT_ID_HEADER", sdk_only_header),
+    Pin("mcp.server.streamable_http", "check_accept_headers", same_accept_rule),
+    Pin(
+        "mcp.server.transport_security",
+        "TransportSecurityMiddleware._validate_host",
+        no_wider_than_sdk("host"),
+    ),
+    Pin(
+        "mcp.server.transport_security",
+        "TransportSecurityMiddleware._validate_origin",
+        no_wider_than_sdk("origin"),
+    ),
+    Pin(
+        "mcp.server.transport_security",
+        "TransportSecurityMiddleware._validate_content_type",
+        no_wider_than_sdk("content-type"),
+    ),
+    Pin("mcp.server.transport_security", "DEFAULT_MAX_REQUEST_BODY_SIZE", manager_body_limit),
+    Pin("mcp.server.runner", "ServerRunner", parameters("server", "connection", "lifespan_state")),
+    Pin(
+        "mcp.server.runner",
+        "ServerRunner._serialize",
+        parameters("self", "method", "version", "result"),
+    ),
+    Pin(
+        "mcp.server.connection",
+        "Connection.from_envelope",
+        parameters("protocol_version", "client_info", "client_capabilities"),
+    ),
+    Pin("mcp_types.methods", "validate_client_request", parameters("method", "version", "params")),
+    Pin("mcp_types.version", "HANDSHAKE_PROTOCOL_VERSIONS", handshake_versions),
+    Pin("mcp_types", "DEFAULT_NEGOTIATED_VERSION", negotiated_default),
+]
+
+
+def resolve(pin: Pin) -> Any:
+    target: Any = importlib.import_module(pin.module)
+    for part in pin.attribute.split("."):
+        target = getattr(target, part)
+    return target
+
+
+def drifted(pin: Pin, problem: str) -> str:
+    return (
+        f"MCP SDK internal {pin.name} {problem}.\n"
+        f"handler_kit/server/mcp/_fast_path.py relies on it: re-check the fast path against "
+        f"mcp {version('mcp')} (and its equivalence tests) before updating this pin."
+    )
+
+
+@pytest.mark.parametrize("pin", PINS, ids=lambda pin: pin.name)
+def test_sdk_internal_has_the_shape_the_fast_path_relies_on(pin: Pin) -> None:
+    try:
+        target = resolve(pin)
+    except (ImportError, AttributeError) as exc:
+        pytest.fail(drifted(pin, f"is gone ({type(exc).__name__}: {exc})"), pytrace=False)
+    try:
+        pin.check(target)
+    except (AssertionError, TypeError, ValueError, KeyError) as exc:
+        pytest.fail(drifted(pin, f"changed: {exc}"), pytrace=False)
+
+
+# -- the fence ------------------------------------------------------------------------------
+
+PACKAGE = Path(handler_kit.server.mcp.__file__).parent
+# The SDK's public API, as the rest of the package may use it: module -> names (None: any).
+PUBLIC: dict[str, set[str] | None] = {
+    "mcp_types": None,
+    "mcp.server": {"Server"},
+    "mcp.server.context": {"ServerRequestContext"},
+    "mcp.server.streamable_http_manager": {"StreamableHTTPSessionManager"},
+    "mcp.server.transport_security": {"TransportSecuritySettings"},
+    "mcp.shared.exceptions": {"MCPError"},
+}
+PINNED = {(pin.module, pin.attribute.split(".")[0]) for pin in PINS}
+
+
+def sdk_uses(path: Path) -> set[tuple[str, str | None]]:
+    """(module, name) for every SDK name a module imports, and for every attribute it reads
+    on an SDK module it imported whole; (module, None) for a plain ``import module``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[tuple[str, str | None]] = set()
+    modules: dict[str, str] = {}  # local name -> SDK module imported whole
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in ("mcp", "mcp_types"):
+                    found.add((alias.name, None))
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            if node.module.split(".")[0] not in ("mcp", "mcp_types"):
+                continue
+            for alias in node.names:
+                submodule = f"{node.module}.{alias.name}"
+                if _is_module(submodule):
+                    modules[alias.asname or alias.name] = submodule
+                else:
+                    found.add((node.module, alias.name))
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in modules
+        ):
+            found.add((modules[node.value.id], node.attr))
+    return found
+
+
+def _is_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def is_public(module: str, name: str | None) -> bool:
+    if module not in PUBLIC:
+        return False
+    names = PUBLIC[module]
+    return names is None or name in names
+
+
+def test_only_the_fast_path_touches_sdk_internals() -> None:
+    uses = {path.name: sdk_uses(path) for path in sorted(PACKAGE.glob("*.py"))}
+    fenced = uses.pop("_fast_path.py")
+    # the parser sees a private module used whole, and a private module's class
+    assert ("mcp.shared._otel", "otel_span") in fenced
+    assert ("mcp.server._otel", "OpenTelemetryMiddleware") in fenced
+    unpinned = {use for use in fenced if not is_public(*use) and use not in PINNED}
+    assert not unpinned, f"_fast_path.py uses SDK internals not pinned here: {unpinned}"
+    assert ("mcp.server", "Server") in uses["mount.py"]
+    for name, used in uses.items():
+        private = {use for use in used if not is_public(*use)}
+        assert not private, (
+            f"{name} uses {private}: beyond the SDK's public API, which only _fast_path.py "
+            "may do (pinned here)"
+        )

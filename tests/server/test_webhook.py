@@ -1,0 +1,495 @@
+"""The webhook contract (DESIGN.md section 3) through real uvicorn over real TLS: routes,
+the bad-input matrix with its status codes and JSON error bodies, failure policies and
+deadlines, and the open health route."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import ssl
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from handler_kit import HookApp, block, context, deny, rewrite
+from handler_kit.config import DEFAULT_MAX_BODY_BYTES, ServerConfig
+from handler_kit.core.vocabulary import server_deadline
+from handler_kit.testing import running_server
+from tests.support.http import error_body
+
+TOKEN = "webhook-test-token-0123456789"
+SECRET_DETAIL = "db-password-hunter2 at /srv/secret/config.py"
+HANG_OPEN_TIMEOUT = 1.0
+HANG_CLOSED_TIMEOUT = 2.0
+NOTICE = "configured to fail closed"
+
+hooks = HookApp("webhook-tests")
+
+
+@hooks.pre_tool_use(matcher="issue_refund|orders__refund", fail_closed=True)
+async def gate(event):
+    if (event.tool_input or {}).get("amount", 0) > 500:
+        return deny("Refunds over $500 need a human approver.")
+    return None
+
+
+@hooks.pre_tool_use(matcher="special_tool")
+def named_only(event):
+    return deny("special")
+
+
+@hooks.post_tool_use(matcher="crash_tool")
+def raises(event):
+    raise RuntimeError(SECRET_DETAIL)
+
+
+@hooks.post_tool_use(matcher="hang_tool", timeout=HANG_OPEN_TIMEOUT)
+async def hangs_open(event):
+    await asyncio.sleep(30)
+
+
+@hooks.pre_tool_use(matcher="hang_gate", timeout=HANG_CLOSED_TIMEOUT, fail_closed=True)
+async def hangs_closed(event):
+    await asyncio.sleep(30)
+
+
+@hooks.pre_tool_use(matcher="crash_gate", fail_closed=True)
+def crashes_closed(event):
+    raise RuntimeError(SECRET_DETAIL)
+
+
+@hooks.session_start(matcher="resume")
+def wrong_helper_open(event):
+    return deny("SessionStart cannot deny")
+
+
+@hooks.pre_tool_use(matcher="wrong_gate", fail_closed=True)
+def wrong_helper_closed(event):
+    return block("PreToolUse has no block")
+
+
+@hooks.user_prompt_expansion(fail_closed=True)
+def wrong_helper_expansion(event):
+    return rewrite({"not": "on this event"})
+
+
+@hooks.post_tool_use(matcher="weird_tool")
+def unserializable(event):
+    return {"hookSpecificOutput": {"additionalContext": "x", "weird": object()}}
+
+
+@hooks.user_prompt_submit()
+def echo_prompt(event):
+    return context(f"You said: {event.prompt}")
+
+
+@hooks.stop()
+def stop_context(event):
+    return "reply checked"
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Any]:
+    with running_server(hooks, tls=True, tokens=[TOKEN]) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def strict_server() -> Iterator[Any]:
+    config = ServerConfig(tokens=[TOKEN], require_event_header=True, max_body_bytes=4096)
+    with running_server(hooks, tls=True, config=config) as running:
+        yield running
+
+
+@pytest.fixture
+def http(server) -> Iterator[httpx.Client]:
+    with client_for(server) as client:
+        yield client
+
+
+def client_for(server, **options: Any) -> httpx.Client:
+    return httpx.Client(
+        base_url=server.url,
+        headers={"Authorization": f"Bearer {TOKEN}"},
+        verify=ssl.create_default_context(cafile=server.ca_file),
+        timeout=options.pop("timeout", 10),
+        **options,
+    )
+
+
+def pre(tool: str = "issue_refund", **tool_input: Any) -> dict[str, Any]:
+    return {
+        "hook_event_name": "PreToolUse",
+        "session_id": "s1",
+        "tool_name": tool,
+        "tool_input": tool_input or {"amount": 640},
+        "tool_use_id": "toolu_1",
+    }
+
+
+DENY_640 = {
+    "hookSpecificOutput": {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "deny",
+        "permissionDecisionReason": "Refunds over $500 need a human approver.",
+    }
+}
+HEADER = {"X-Runbear-Hook-Event": "PreToolUse"}
+
+
+# -- the happy paths -----------------------------------------------------------------------
+
+
+def test_post_hooks_answers_with_the_output(http):
+    for headers in (HEADER, {}):
+        response = http.post("/hooks", json=pre(), headers=headers)
+        assert response.status_code == 200
+        assert response.headers["content-type"] == "application/json"
+        assert response.json() == DENY_640
+
+
+def test_no_opinion_is_200_empty_object(http):
+    response = http.post("/hooks", json=pre(amount=40), headers=HEADER)
+    assert (response.status_code, response.content) == (200, b"{}")
+    # a tool no handler matches, and an event no handler is registered for
+    assert http.post("/hooks", json=pre("lookup_order")).json() == {}
+    assert http.post("/hooks", json={"hook_event_name": "SessionEnd"}).json() == {}
+    # an event name no one knows: a generic event, no handlers, no opinion
+    unknown = {"hook_event_name": "FutureEvent", "anything": [1]}
+    assert (
+        http.post("/hooks", json=unknown, headers={"X-Runbear-Hook-Event": "FutureEvent"}).json()
+        == {}
+    )
+
+
+def test_named_route_runs_one_handler(http):
+    assert http.post("/hooks/gate", json=pre(), headers=HEADER).json() == DENY_640
+    # the named handler's matcher does not match: no opinion
+    response = http.post("/hooks/named_only", json=pre("issue_refund"), headers=HEADER)
+    assert (response.status_code, response.json()) == (200, {})
+    matched = http.post("/hooks/named_only", json=pre("special_tool"), headers=HEADER)
+    assert matched.json()["hookSpecificOutput"]["permissionDecisionReason"] == "special"
+    # /hooks with special_tool runs named_only only (gate's matcher does not match)
+    assert http.post("/hooks", json=pre("special_tool")).json() == matched.json()
+
+
+def test_healthz_is_open_and_lists_handlers(server):
+    with httpx.Client(
+        base_url=server.url, verify=ssl.create_default_context(cafile=server.ca_file)
+    ) as anonymous:
+        response = anonymous.get("/healthz")
+        assert response.status_code == 200
+        body = response.json()
+        assert body["status"] == "ok" and body["app"] == "webhook-tests"
+        assert {
+            "name": "gate",
+            "event": "PreToolUse",
+            "matcher": "issue_refund|orders__refund",
+        } in (body["handlers"])
+        assert anonymous.head("/healthz").status_code == 200
+        error_body(anonymous.post("/healthz"), 405, "method_not_allowed")
+        # everything else needs the token
+        error_body(anonymous.post("/hooks", json=pre()), 401, "unauthorized")
+
+
+# -- the bad-input matrix ------------------------------------------------------------------
+
+NESTED = b"[" * 100_000 + b"]" * 100_000
+MATRIX = [
+    # (id, path, body bytes, extra headers, status, error code)
+    ("malformed-json", "/hooks", b'{"hook_event_name": "PreToolUse",', {}, 400, "malformed_json"),
+    ("malformed-json-hdr", "/hooks", b'{"hook_event_name": ', HEADER, 400, "malformed_json"),
+    ("malformed-json-named", "/hooks/gate", b"{nope}", {}, 400, "malformed_json"),
+    ("empty-body", "/hooks", b"", {}, 400, "malformed_json"),
+    ("empty-body-hdr", "/hooks", b"", HEADER, 400, "malformed_json"),
+    ("not-utf8", "/hooks", b'{"hook_event_name": "\xff"}', {}, 400, "malformed_json"),
+    ("not-utf8-hdr", "/hooks", b'{"hook_event_name": "\xff"}', HEADER, 400, "malformed_json"),
+    ("deeply-nested", "/hooks", NESTED, {}, 400, "malformed_json"),
+    ("deeply-nested-hdr", "/hooks", NESTED, HEADER, 400, "malformed_json"),
+    ("json-array", "/hooks", b'[{"hook_event_name": "PreToolUse"}]', {}, 400, "not_an_object"),
+    ("json-array-hdr", "/hooks", b"[1, 2]", HEADER, 400, "not_an_object"),
+    ("json-array-named", "/hooks/gate", b"[]", {}, 400, "not_an_object"),
+    ("json-string", "/hooks", b'"PreToolUse"', {}, 400, "not_an_object"),
+    ("json-null-hdr", "/hooks", b"null", HEADER, 400, "not_an_object"),
+    (
+        "wrong-types",
+        "/hooks",
+        json.dumps({"hook_event_name": "PreToolUse", "tool_name": 5}).encode(),
+        {},
+        400,
+        "invalid_event",
+    ),
+    (
+        "wrong-types-hdr",
+        "/hooks",
+        json.dumps({"hook_event_name": "PreToolUse", "tool_input": "x"}).encode(),
+        HEADER,
+        400,
+        "invalid_event",
+    ),
+    (
+        "wrong-types-named",
+        "/hooks/gate",
+        json.dumps({"hook_event_name": "PreToolUse", "tool_use_id": ["a"]}).encode(),
+        {},
+        400,
+        "invalid_event",
+    ),
+    ("missing-event-name", "/hooks", b'{"tool_name": "issue_refund"}', {}, 400, "invalid_event"),
+    ("missing-event-name-hdr", "/hooks", b'{"tool_name": "x"}', HEADER, 400, "invalid_event"),
+    ("event-name-not-str", "/hooks", b'{"hook_event_name": 3}', {}, 400, "invalid_event"),
+    ("event-name-empty", "/hooks", b'{"hook_event_name": ""}', {}, 400, "invalid_event"),
+    (
+        "header-mismatch",
+        "/hooks",
+        json.dumps(pre()).encode(),
+        {"X-Runbear-Hook-Event": "Stop"},
+        400,
+        "event_mismatch",
+    ),
+    (
+        "header-mismatch-named",
+        "/hooks/gate",
+        json.dumps(pre()).encode(),
+        {"X-Runbear-Hook-Event": "PostToolUse"},
+        400,
+        "event_mismatch",
+    ),
+    (
+        "route-event-mismatch",
+        "/hooks/gate",
+        json.dumps({"hook_event_name": "Stop"}).encode(),
+        {},
+        400,
+        "event_mismatch",
+    ),
+    (
+        "unknown-handler",
+        "/hooks/no_such_handler",
+        json.dumps(pre()).encode(),
+        {},
+        404,
+        "unknown_handler",
+    ),
+    (
+        "unknown-handler-nested",
+        "/hooks/gate/extra",
+        json.dumps(pre()).encode(),
+        {},
+        404,
+        "unknown_handler",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "headers", "status", "code"),
+    [pytest.param(*case[1:], id=case[0]) for case in MATRIX],
+)
+def test_bad_input_matrix(http, path, body, headers, status, code):
+    response = http.post(
+        path, content=body, headers={"Content-Type": "application/json", **headers}
+    )
+    error = error_body(response, status, code)
+    if code == "invalid_event":
+        assert error["details"] and all({"path", "message"} <= set(d) for d in error["details"])
+
+
+def test_validation_details_name_the_field_without_echoing_values(http):
+    body = {"hook_event_name": "PreToolUse", "tool_name": 5, "tool_input": "SECRET-VALUE-42"}
+    for headers in (HEADER, {}):
+        error = error_body(http.post("/hooks", json=body, headers=headers), 400, "invalid_event")
+        assert {d["path"] for d in error["details"]} == {"tool_name", "tool_input"}
+        assert "SECRET-VALUE-42" not in json.dumps(error)
+    missing = error_body(http.post("/hooks", json={"tool_name": "x"}), 400, "invalid_event")
+    assert [d["path"] for d in missing["details"]] == ["hook_event_name"]
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [("GET", "/hooks"), ("PUT", "/hooks"), ("DELETE", "/hooks/gate"), ("GET", "/hooks/gate")],
+)
+def test_wrong_method_is_405(http, method, path):
+    response = http.request(method, path)
+    error_body(response, 405, "method_not_allowed")
+    assert response.headers["allow"] == "POST"
+
+
+def test_no_token_and_wrong_token_are_401(server):
+    with client_for(server) as http:
+        del http.headers["Authorization"]
+        response = http.post("/hooks", json=pre(), headers=HEADER)
+        error_body(response, 401, "unauthorized")
+        assert response.headers["www-authenticate"].startswith("Bearer")
+        response = http.post(
+            "/hooks", json=pre(), headers={**HEADER, "Authorization": f"Bearer {TOKEN}-wrong"}
+        )
+        error_body(response, 401, "unauthorized")
+        assert response.headers["www-authenticate"].startswith("Bearer")
+
+
+# -- the body cap --------------------------------------------------------------------------
+
+
+def padded_event(size: int) -> bytes:
+    """A valid PreToolUse input of exactly ``size`` bytes."""
+    head = json.dumps(pre("lookup_order"))[:-1] + ', "padding": "'
+    tail = '"}'
+    return (head + "x" * (size - len(head) - len(tail)) + tail).encode()
+
+
+def test_default_cap_is_one_mebibyte(http):
+    assert DEFAULT_MAX_BODY_BYTES == 1024 * 1024
+    exact = padded_event(DEFAULT_MAX_BODY_BYTES)
+    assert len(exact) == DEFAULT_MAX_BODY_BYTES
+    assert http.post("/hooks", content=exact, headers=HEADER).json() == {}
+    over = padded_event(DEFAULT_MAX_BODY_BYTES + 1)
+    error_body(http.post("/hooks", content=over, headers=HEADER), 413, "body_too_large")
+
+
+def test_declared_length_over_the_cap_is_413(strict_server):
+    with client_for(strict_server) as http:
+        response = http.post("/hooks", content=padded_event(4097), headers=HEADER)
+        error_body(response, 413, "body_too_large")
+        assert http.post("/hooks", content=padded_event(4096), headers=HEADER).json() == {}
+
+
+def test_chunked_body_over_the_cap_is_413(strict_server):
+    body = padded_event(6000)
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: Transfer-Encoding: chunked
+        for start in range(0, len(body), 1000):
+            yield body[start : start + 1000]
+
+    with client_for(strict_server) as http:
+        request = http.build_request("POST", "/hooks", content=chunks(), headers=HEADER)
+        assert "content-length" not in request.headers
+        assert request.headers["transfer-encoding"] == "chunked"
+        error_body(http.send(request), 413, "body_too_large")
+
+        small = padded_event(3000)
+        ok = http.post("/hooks", content=iter([small[:1500], small[1500:]]), headers=HEADER)
+        assert (ok.status_code, ok.json()) == (200, {})
+
+
+def test_require_event_header(strict_server):
+    with client_for(strict_server) as http:
+        response = http.post("/hooks", json=pre())
+        error_body(response, 400, "missing_event_header")
+        assert http.post("/hooks", json=pre(), headers=HEADER).json() == DENY_640
+        error_body(http.post("/hooks/gate", json=pre()), 400, "missing_event_header")
+
+
+# -- failing handlers ----------------------------------------------------------------------
+
+
+def test_handler_that_raises_is_500_without_details(http):
+    event = {"hook_event_name": "PostToolUse", "tool_name": "crash_tool"}
+    response = http.post("/hooks", json=event)
+    error = error_body(response, 500, "handler_failed")
+    assert set(error) == {"error", "message"}
+    for leak in (SECRET_DETAIL, "RuntimeError", "Traceback", "raises", ".py"):
+        assert leak not in response.text
+
+
+def test_fail_closed_gate_that_raises_denies(http):
+    response = http.post("/hooks", json=pre("crash_gate"), headers=HEADER)
+    assert response.status_code == 200
+    out = response.json()["hookSpecificOutput"]
+    assert out["permissionDecision"] == "deny"
+    assert NOTICE in out["permissionDecisionReason"]
+    assert SECRET_DETAIL not in response.text
+
+
+def test_hanging_handler_fail_open_is_500_timeout_after_the_deadline(http):
+    started = time.monotonic()
+    response = http.post(
+        "/hooks", json={"hook_event_name": "PostToolUse", "tool_name": "hang_tool"}
+    )
+    elapsed = time.monotonic() - started
+    error_body(response, 500, "handler_timeout")
+    assert elapsed >= server_deadline(HANG_OPEN_TIMEOUT)
+
+
+def test_hanging_fail_closed_gate_denies_before_the_runtime_gives_up(server):
+    """The client waits exactly what the runtime would (the handler's timeout); the server's
+    own deadline is shorter, so the deny arrives first."""
+    with client_for(server, timeout=HANG_CLOSED_TIMEOUT) as http:
+        started = time.monotonic()
+        response = http.post("/hooks", json=pre("hang_gate"), headers=HEADER)
+        elapsed = time.monotonic() - started
+    assert response.status_code == 200
+    out = response.json()["hookSpecificOutput"]
+    assert out["permissionDecision"] == "deny"
+    assert "'hangs_closed' did not answer in time" in out["permissionDecisionReason"]
+    assert elapsed >= server_deadline(HANG_CLOSED_TIMEOUT)
+
+
+def test_helper_the_event_cannot_carry_is_never_sent(http):
+    # fail open: no answer at all (500), certainly not a deny on SessionStart
+    response = http.post("/hooks", json={"hook_event_name": "SessionStart", "source": "resume"})
+    error_body(response, 500, "handler_failed")
+    assert "permissionDecision" not in response.text
+    # fail closed on PreToolUse: a block is not sent, the gate's policy denies instead
+    response = http.post("/hooks", json=pre("wrong_gate"), headers=HEADER)
+    assert response.status_code == 200
+    body = response.json()
+    assert "decision" not in body
+    assert body["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert "'wrong_helper_closed' failed" in body["hookSpecificOutput"]["permissionDecisionReason"]
+    # fail closed on UserPromptExpansion: a rewrite is not sent, the policy blocks
+    response = http.post(
+        "/hooks", json={"hook_event_name": "UserPromptExpansion", "command_name": "deploy"}
+    )
+    body = response.json()
+    assert body["decision"] == "block" and NOTICE in body["reason"]
+    assert "updatedInput" not in response.text
+
+
+def test_output_json_cannot_carry_is_a_json_500(http):
+    response = http.post(
+        "/hooks", json={"hook_event_name": "PostToolUse", "tool_name": "weird_tool"}
+    )
+    error_body(response, 500, "handler_failed")
+
+
+def test_lone_surrogates_in_input_and_echoed_output(http):
+    """Claude Code sends prompts with lone surrogate escapes (see the mojibake capture); they
+    parse on every path, and a handler echoing them still gets a JSON answer."""
+    body = b'{"hook_event_name": "UserPromptSubmit", "prompt": "caf\\udc8f!"}'
+    for headers in ({}, {"X-Runbear-Hook-Event": "UserPromptSubmit"}):
+        response = http.post("/hooks", content=body, headers=headers)
+        assert response.status_code == 200, response.text
+        assert response.json()["hookSpecificOutput"]["additionalContext"] == "You said: caf\udc8f!"
+    response = http.post("/hooks/echo_prompt", content=body)
+    assert response.status_code == 200, response.text
+
+
+def test_several_handlers_merge_over_http(http):
+    """Stop: stop_context's context; UserPromptSubmit: echo_prompt's context."""
+    response = http.post("/hooks", json={"hook_event_name": "Stop", "last_assistant_message": "x"})
+    assert response.json() == {
+        "hookSpecificOutput": {"hookEventName": "Stop", "additionalContext": "reply checked"}
+    }
+
+
+# -- TLS -----------------------------------------------------------------------------------
+
+
+def test_tls_is_real(server):
+    assert server.url.startswith("https://127.0.0.1:")
+    # the server's certificate verifies against its CA, for 127.0.0.1 and localhost
+    with client_for(server) as http:
+        assert http.get("/healthz").status_code == 200
+    localhost = server.url.replace("127.0.0.1", "localhost")
+    context_ = ssl.create_default_context(cafile=server.ca_file)
+    assert httpx.get(f"{localhost}/healthz", verify=context_).status_code == 200
+    # and not against the system trust store
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"{server.url}/healthz")
+    # plain HTTP to the TLS port gets no answer
+    with pytest.raises(httpx.TransportError):
+        httpx.get(server.url.replace("https://", "http://") + "/healthz", timeout=5)

@@ -1,0 +1,138 @@
+"""HookClient: in-process (through the app's real ASGI stack) and URL (real HTTPS) modes give
+the same answers, typed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from handler_kit import HookApp, PreToolUse, Stop, UserPromptSubmit, block, rewrite
+from handler_kit.config import ServerConfig
+from handler_kit.testing import HookClient, HookResult, running_server
+
+hooks = HookApp("client-tests")
+
+
+@hooks.pre_tool_use(matcher="Bash")
+def add_flag(event: PreToolUse):
+    return rewrite({**(event.tool_input or {}), "safe": True})
+
+
+@hooks.user_prompt_submit()
+def prompt_policy(event: UserPromptSubmit):
+    if "forbidden" in (event.prompt or ""):
+        return block("Not here.")
+    return f"user: {event.user_name}"
+
+
+@hooks.post_tool_use(matcher="boom")
+def explodes(event):
+    raise RuntimeError("boom")
+
+
+EVENTS: list[tuple[dict[str, Any] | Any, str | None]] = [
+    ({"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"}}, None),
+    ({"hook_event_name": "PreToolUse", "tool_name": "Read", "tool_input": {}}, None),
+    ({"hook_event_name": "UserPromptSubmit", "prompt": "hello", "user_name": "Dana"}, None),
+    ({"hook_event_name": "UserPromptSubmit", "prompt": "forbidden topic"}, None),
+    ({"hook_event_name": "UserPromptSubmit", "prompt": "hi"}, "prompt_policy"),
+    ({"hook_event_name": "PostToolUse", "tool_name": "boom"}, None),  # 500
+    ({"hook_event_name": "Stop", "stop_hook_active": True}, "add_flag"),  # 400 event mismatch
+    ({"tool_name": "Bash"}, None),  # 400 missing hook_event_name
+    ({"hook_event_name": "PreToolUse", "tool_name": "Bash"}, "nope"),  # 404
+    (PreToolUse(hook_event_name="PreToolUse", tool_name="Bash", tool_input={"a": 1}), None),
+    (Stop(hook_event_name="Stop", last_assistant_message="done"), None),
+]
+
+
+@pytest.fixture(scope="module")
+def clients() -> Iterator[tuple[HookClient, HookClient]]:
+    with (
+        running_server(hooks, tls=True) as server,
+        server.client() as over_https,
+        HookClient.for_app(hooks) as in_process,
+    ):
+        yield in_process, over_https
+
+
+def comparable(result: HookResult) -> tuple:
+    return (
+        result.status_code,
+        result.json,
+        result.decision,
+        result.reason,
+        result.context,
+        result.updated_input,
+        result.no_opinion,
+    )
+
+
+@pytest.mark.parametrize(("event", "handler"), EVENTS)
+def test_in_process_and_url_modes_agree(clients, event, handler):
+    in_process, over_https = clients
+    local = in_process.send(event, handler=handler)
+    remote = over_https.send(event, handler=handler)
+    assert comparable(local) == comparable(remote)
+
+
+def test_results_read_like_a_runtime(clients):
+    in_process, _ = clients
+    rewritten = in_process.send(EVENTS[0][0])
+    assert rewritten.decision == "allow"
+    assert rewritten.updated_input == {"command": "ls", "safe": True}
+    assert not rewritten.no_opinion
+    assert in_process.send(EVENTS[1][0]).no_opinion
+    context = in_process.send(EVENTS[2][0])
+    assert context.context == "user: Dana" and context.decision is None
+    blocked = in_process.send(EVENTS[3][0])
+    assert (blocked.decision, blocked.reason) == ("block", "Not here.")
+    failed = in_process.send({"hook_event_name": "PostToolUse", "tool_name": "boom"})
+    assert failed.status_code == 500 and failed.output is None and not failed.no_opinion
+    assert failed.json["error"] == "handler_failed"
+
+
+def test_typed_events_keep_extra_fields(clients):
+    _, over_https = clients
+    event = UserPromptSubmit(
+        hook_event_name="UserPromptSubmit", prompt="hello", user_name="Ana", brand_new="x"
+    )
+    assert over_https.send(event).context == "user: Ana"
+
+
+def test_event_header_can_be_left_out_or_overridden(clients):
+    in_process, over_https = clients
+    event = {"hook_event_name": "UserPromptSubmit", "prompt": "hi", "user_name": "Bo"}
+    for client in (in_process, over_https):
+        assert client.send(event, event_header=False).context == "user: Bo"
+        mismatch = client.send(
+            event, event_header=False, headers={"X-Runbear-Hook-Event": "PreToolUse"}
+        )
+        assert mismatch.status_code == 400 and mismatch.json["error"] == "event_mismatch"
+
+
+def test_for_app_with_a_config_and_the_refund_gate(refund_app: HookApp):
+    token = "configured-token-0123456789"
+    config = ServerConfig(tokens=[token], require_event_header=True)
+    with HookClient.for_app(refund_app, config=config) as client:
+        result = client.send(
+            {
+                "hook_event_name": "PreToolUse",
+                "tool_name": "issue_refund",
+                "tool_input": {"amount": 640},
+            }
+        )
+        assert result.reason == "Refunds over $500 need a human approver."
+        missing = client.send({"hook_event_name": "Stop"}, event_header=False)
+        assert missing.status_code == 400
+
+
+def test_for_url_with_a_wrong_token_sees_401():
+    with (
+        running_server(hooks, tls=True) as server,
+        HookClient.for_url(server.url, token="wrong-token-0123456789", ca_file=server.ca_file) as c,
+    ):
+        result = c.send(EVENTS[0][0])
+        assert result.status_code == 401 and result.json["error"] == "unauthorized"
+        assert result.output is None
