@@ -9,8 +9,8 @@ from typing import Any
 
 from tests.support.processes import REPO
 
-# The captured Claude Code / Codex payloads live next to the repository: <repo>/../shared.
-PAYLOADS = REPO.parent / "shared" / "hook-payloads"
+# The captured Claude Code / Codex payloads, vendored with their sources (SOURCES.md there).
+PAYLOADS = REPO / "tests" / "data" / "hook-payloads"
 
 REFUND_EVENT = {
     "session_id": "s1",
