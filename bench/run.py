@@ -7,7 +7,9 @@ machine cancels out, reporting medians:
   with the same PreToolUse POST at each connection count;
 * mcp: ``tools/call`` of ``refund_gate`` on handler-kit's ``/mcp`` vs a plain ``MCPServer``;
 * command: start-up of ``handler-kit command`` vs bare ``python -c json.load`` vs a hand-written
-  pydantic script (``bench/pydantic_hook.py``), interleaved runs.
+  pydantic script (``bench/pydantic_hook.py``), interleaved runs; in the same runs, the
+  ``handler-kit forward`` command hook as ``install --via`` writes it, asking a running
+  ``handler-kit serve``, against the same bare Python (row ``forward``).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ APP = "example_servers.refund_gate:app"
 WEBHOOK = "webhook"
 MCP = "mcp"
 COMMAND = "command"
+FORWARD = "forward"  # a row of the command section
 SECTIONS = (WEBHOOK, MCP, COMMAND)
 
 # Targets printed next to the ratios (never asserted).
@@ -44,6 +47,7 @@ TARGET_WEBHOOK_RPS = 0.9
 TARGET_WEBHOOK_P99 = 1.2
 TARGET_MCP_RPS = 3.0
 TARGET_COMMAND = 1.1
+TARGET_FORWARD = 1.5
 
 
 def log(message: str) -> None:
@@ -327,6 +331,36 @@ def _handler_kit_server(
 
 def run_command(args) -> dict:
     log("\n== command: start-up, stdin = the PreToolUse event, interleaved runs")
+    # The forwarder asks a real server, started first and idle between its requests; its
+    # command line is the one `handler-kit install --via URL` writes for the refund gate.
+    server_port = free_port()
+    server = Server(
+        "handler_kit_forward",
+        handler_kit_serve_argv(server_port, []),
+        server_port,
+        health="/healthz",
+        env={"HANDLER_KIT_TOKENS": payload.TOKEN},
+        log_dir=args.out,
+    )
+    forward_argv = [
+        sys.executable,
+        "-m",
+        "handler_kit",
+        "forward",
+        f"http://127.0.0.1:{server_port}/hooks/refund_gate",
+        "--app",
+        APP,
+        "--timeout",
+        "3.5",
+        "--fail-closed",
+    ]
+    try:
+        return _run_command_cases(args, server, forward_argv)
+    finally:
+        server.stop()
+
+
+def _run_command_cases(args, server: Server, forward_argv: list[str]) -> dict:
     cases = {
         "bare": (
             "bare python json.load",
@@ -339,15 +373,22 @@ def run_command(args) -> dict:
             b"deny",
         ),
         "handler_kit": ("handler-kit command", [*hk_argv(), "command", APP], b"deny"),
+        FORWARD: ("handler-kit forward", forward_argv, b"deny"),
     }
     status: dict[str, dict] = {
         k: {"label": v[0], "status": "ok", "argv": v[1]} for k, v in cases.items()
     }
+    try:
+        server.start()
+    except (ServerError, OSError) as exc:
+        status[FORWARD].update(status="error", reason=f"server: {exc}")
     # Bytecode as an installed package has it: pip compiles .pyc files at install time, but
     # an environment with PYTHONDONTWRITEBYTECODE=1 would recompile handler-kit and the example
     # on every run while pydantic's cached bytecode is read. One shared cache folder for all
     # three cases, warmed by the preflight run below.
-    env = child_env({"PYTHONPYCACHEPREFIX": str(args.out / "pycache.tmp")})
+    env = child_env(
+        {"PYTHONPYCACHEPREFIX": str(args.out / "pycache.tmp"), "HANDLER_KIT_TOKEN": payload.TOKEN}
+    )
     env.pop("PYTHONDONTWRITEBYTECODE", None)
 
     def once(argv: list[str]) -> tuple[float, float, subprocess.CompletedProcess]:
@@ -395,10 +436,10 @@ def run_command(args) -> dict:
             f"  round {rnd + 1}: "
             + "  ".join(f"{cases[k][0]} {median(times[k][rnd]) or 0:.1f} ms" for k in live)
         )
-    row: dict = {"section": COMMAND, "runs_per_case": per_round * args.rounds, "cases": {}}
+    measured: dict[str, dict] = {}
     for k in cases:
         flat = [t for rnd in times[k] for t in rnd]
-        row["cases"][k] = {
+        measured[k] = {
             **status[k],
             "median_ms": median(flat),
             "min_ms": min(flat) if flat else None,
@@ -406,6 +447,12 @@ def run_command(args) -> dict:
             "round_medians_ms": [median(r) for r in times[k]],
             "runs": len(flat),
         }
+    runs = per_round * args.rounds
+    row: dict = {
+        "section": COMMAND,
+        "runs_per_case": runs,
+        "cases": {k: v for k, v in measured.items() if k != FORWARD},
+    }
     c = row["cases"]
     row["ratio"] = {
         "handler_kit/pydantic": ratio(c["handler_kit"]["median_ms"], c["pydantic"]["median_ms"]),
@@ -415,7 +462,18 @@ def run_command(args) -> dict:
             c["handler_kit"]["cpu_median_ms"], c["pydantic"]["cpu_median_ms"]
         ),
     }
-    return {COMMAND: row}
+    # the same bare-Python runs, interleaved with the forwarder's
+    f = {"bare": measured["bare"], FORWARD: measured[FORWARD]}
+    forward_row: dict = {
+        "section": COMMAND,
+        "runs_per_case": runs,
+        "cases": f,
+        "ratio": {
+            "forward/bare": ratio(f[FORWARD]["median_ms"], f["bare"]["median_ms"]),
+            "cpu forward/bare": ratio(f[FORWARD]["cpu_median_ms"], f["bare"]["cpu_median_ms"]),
+        },
+    }
+    return {COMMAND: row, FORWARD: forward_row}
 
 
 # --------------------------------------------------------------------------- report
@@ -474,6 +532,15 @@ def targets(rows: dict) -> list[dict]:
             TARGET_COMMAND,
             cmd["ratio"]["cpu handler_kit/pydantic"],
         )
+    fwd = rows.get(FORWARD)
+    if fwd:
+        add(
+            "forward time vs bare python",
+            fwd["ratio"]["forward/bare"],
+            "<=",
+            TARGET_FORWARD,
+            fwd["ratio"]["cpu forward/bare"],
+        )
     return out
 
 
@@ -521,12 +588,11 @@ def print_report(result: dict) -> None:
                 f"{_f(r['p50'], '.2f', 'x'):>10}{_f(r['p99'], '.2f', 'x'):>10}"
                 f"{_f(r['cpu_per_req'], '.2f', 'x'):>12}"
             )
-    cmd = rows.get(COMMAND)
-    if cmd:
-        log(
-            f"\n{'command case':<26}{'median ms':>10}{'min ms':>10}{'cpu ms':>10}{'runs':>6}"
-            "  status"
-        )
+    for key, title in ((COMMAND, "command case"), (FORWARD, "forward case")):
+        cmd = rows.get(key)
+        if not cmd:
+            continue
+        log(f"\n{title:<26}{'median ms':>10}{'min ms':>10}{'cpu ms':>10}{'runs':>6}  status")
         for case in cmd["cases"].values():
             note = case["status"] + (
                 ": " + case.get("reason", "")[:60] if case["status"] != "ok" else ""

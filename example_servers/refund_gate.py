@@ -1,7 +1,8 @@
 """Refund gate: the support agent of Fjord Outfitters may not refund large orders on its own.
 
-- PreToolUse on ``issue_refund`` / ``orders__refund`` (Anthropic and Claude Agent SDK
-  spellings): denies refunds over the limit, fail closed, so an outage never lets one through;
+- PreToolUse on ``issue_refund`` and on the order system's ``refund`` tool under every
+  runtime's name for it (``orders_refund``, ``orders__refund``, ``mcp__orders__refund``...):
+  denies refunds over the limit, fail closed, so an outage never lets one through;
 - SessionStart: puts the current returns policy in context, so a policy change needs no prompt
   edit;
 - Stop: sends back a reply that does not cite the ticket number, once (never loops);
@@ -19,9 +20,20 @@ import os
 import re
 from decimal import Decimal, InvalidOperation
 
-from handler_kit import HookApp, PostToolUse, PreToolUse, SessionStart, Stop, block, deny
+from handler_kit import (
+    HookApp,
+    PostToolUse,
+    PreToolUse,
+    SessionStart,
+    Stop,
+    block,
+    deny,
+    tool_matcher,
+)
 
-REFUND_TOOLS = "issue_refund|orders__refund|mcp__orders__refund"
+# The agent's own issue_refund, and the refund tool of the "orders" MCP server as each runtime
+# names it: a spelling the matcher missed would be a refund no gate sees.
+REFUND_TOOLS = "^issue_refund$|" + tool_matcher("orders", "refund")
 DEFAULT_POLICY = (
     "Fjord Outfitters returns policy: unworn items are accepted within 30 days of delivery "
     "with the receipt; refunds go to the original payment method within 5 business days; "

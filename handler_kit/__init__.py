@@ -55,7 +55,7 @@ if TYPE_CHECKING:
         WorktreeRemove,
         parse_event,
     )
-    from handler_kit.core.matchers import MatcherError, compile_matcher
+    from handler_kit.core.matchers import MatcherError, compile_matcher, tool_matcher
     from handler_kit.core.merge import Failure, Merged, merge
     from handler_kit.core.outputs import (
         Output,
@@ -88,6 +88,7 @@ _LAZY: dict[str, str] = {
     "parse_event": _EVENTS,
     "MatcherError": "handler_kit.core.matchers",
     "compile_matcher": "handler_kit.core.matchers",
+    "tool_matcher": "handler_kit.core.matchers",
     "Failure": "handler_kit.core.merge",
     "Merged": "handler_kit.core.merge",
     "merge": "handler_kit.core.merge",
@@ -235,4 +236,5 @@ __all__ = [
     "parse_event",
     "parse_output",
     "rewrite",
+    "tool_matcher",
 ]

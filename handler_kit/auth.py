@@ -15,8 +15,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import threading
 import time
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 import jwt
@@ -26,6 +28,9 @@ _PUBLIC_KEY_ALGORITHMS = frozenset(
     {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
 )
 _CACHE_SIZE = 4096
+# Tokens checked against a JWKS URL at once; more wait for a thread of these, never for one
+# of the handlers' (a key fetch is rare: the key set is cached)
+_FETCH_THREADS = 4
 
 
 class AuthError(Exception):
@@ -121,6 +126,8 @@ class JWTAuth:
         self._issuer = issuer
         self._leeway = leeway
         self._verified: dict[bytes, tuple[float, float, str]] = {}  # token -> (nbf, exp, sub)
+        self._fetch_threads: ThreadPoolExecutor | None = None
+        self._fetch_lock = threading.Lock()
 
     async def authenticate(self, authorization: bytes | None) -> str:
         token = bearer_token(authorization)
@@ -132,8 +139,10 @@ class JWTAuth:
                 return subject
             del self._verified[token]
         if self._jwks is not None:
-            # PyJWKClient fetches over the network on a cache miss: keep it off the loop
-            claims = await asyncio.to_thread(self._decode, token)
+            # PyJWKClient fetches over the network on a cache miss: keep it off the loop, on
+            # threads of its own, so that no handler holding threads can make a request wait
+            # to be authenticated
+            claims = await asyncio.wrap_future(self._fetcher().submit(self._decode, token))
         else:
             claims = self._decode(token)
         subject = f"jwt:{claims.get('sub', '?')}"
@@ -141,6 +150,15 @@ class JWTAuth:
             self._verified.clear()
         self._verified[token] = (float(claims.get("nbf", 0)), float(claims["exp"]), subject)
         return subject
+
+    def _fetcher(self) -> ThreadPoolExecutor:
+        if self._fetch_threads is None:
+            with self._fetch_lock:
+                if self._fetch_threads is None:
+                    self._fetch_threads = ThreadPoolExecutor(
+                        _FETCH_THREADS, thread_name_prefix="handler-kit-jwks"
+                    )
+        return self._fetch_threads
 
     def _decode(self, token: bytes) -> dict[str, Any]:
         try:

@@ -321,13 +321,22 @@ class CommandConfig:
 
 @dataclass(frozen=True)
 class ClientConfig:
-    """Commands that call a server (``send``): the one bearer token they send."""
+    """Commands that call a server (``send``, ``forward``): the one bearer token they send."""
 
     token: str | None = field(default=None, repr=False)
 
     @classmethod
-    def from_env(cls, environ: Environ | None = None) -> ClientConfig:
-        return cls(**_read(_environ(environ), "client"))
+    def from_env(
+        cls, environ: Environ | None = None, *, token_variable: str = CLIENT_TOKEN_VARIABLE
+    ) -> ClientConfig:
+        """The client settings; ``token_variable`` names another variable to take the token
+        from (``handler-kit forward --token-env NAME``)."""
+        env = _environ(environ)
+        values = _read(env, "client")
+        if token_variable != CLIENT_TOKEN_VARIABLE:
+            raw = env.get(token_variable)
+            values["token"] = parse_str(token_variable, raw) if raw and raw.strip() else None
+        return cls(**values)
 
 
 def environment() -> Environ:
@@ -579,7 +588,8 @@ SETTINGS: tuple[Setting, ...] = (
       "where a command hook keeps the scratch file that catches a handler's print()", "/tmp"),
     # -- clients
     S(CLIENT_TOKEN_VARIABLE, "client", "token", parse_str,
-      "the bearer token `send` sends (and the variable generated documents refer to)",
+      "the bearer token `send` and `forward` send (and the variable generated documents "
+      "refer to)",
       secret=True),
 )  # fmt: skip
 del S

@@ -2,16 +2,30 @@
 
 :func:`claude_code_hooks` builds the ``hooks`` block of a Claude Code ``settings.json`` for an
 app: one matcher group per handler, each an ``http`` hook on the handler's own route
-(``POST /hooks/{name}``) or a ``command`` hook running ``handler-kit command MODULE:ATTR
---handler NAME``. ``handler-kit document --format claude-code`` prints it; :func:`install`
-writes it into a settings file (``handler-kit install``, in :mod:`handler_kit.cli.install`).
+(``POST /hooks/{name}``), a ``command`` hook running the app (``handler-kit command
+MODULE:ATTR --handler NAME``), or a ``command`` hook forwarding to a server (``handler-kit
+forward URL/hooks/NAME``). Codex (``hooks.json``) and Posit Assistant
+(``.posit/assistant/settings.json``) read the same shape, with their own dialect
+(``--runtime``). ``handler-kit document --format claude-code`` prints the block;
+:func:`install` writes it into a settings file (``handler-kit install``, in
+:mod:`handler_kit.cli.install`).
+
+A command the runtime cannot run is a hook that lets everything through: the runtimes read
+exit 127 or a failed import as a non-blocking error. So a command entry names the interpreter
+by its absolute path (``/path/to/python -m handler_kit``, not a ``handler-kit`` looked up on
+a ``PATH`` the runtime may not have), runs from the project directory (``cd
+"$CLAUDE_PROJECT_DIR"``; Posit's ``$PA_PROJECT_DIR``; Codex sets neither, so its absolute
+path), with every path quoted for the shell; and a fail-closed gate's entry exits 2 when
+handler-kit itself cannot run, which every runtime reads as a block.
 
 Which entries are ours: Claude Code validates handler fields, and runtimes that share its
 settings files skip handlers with fields they do not know (Posit Assistant does), so no marker
 field is added to a handler. Instead each entry identifies itself with documented fields only:
-a command hook by its command (``handler-kit command MODULE:ATTR ...``), an http hook by an
-``X-Handler-Kit-App: MODULE:ATTR`` request header (headers are free-form; the server ignores
-it). ``install`` replaces exactly the entries of the same ``MODULE:ATTR`` and nothing else.
+a command hook by its command line (``... -m handler_kit command MODULE:ATTR ...``, the
+``handler-kit command MODULE:ATTR ...`` of earlier releases, or ``... forward ... --app
+MODULE:ATTR``), an http hook by an ``X-Handler-Kit-App: MODULE:ATTR`` request header (headers
+are free-form; the server ignores it). ``install`` replaces exactly the entries of the same
+``MODULE:ATTR`` and nothing else.
 """
 
 from __future__ import annotations
@@ -20,11 +34,13 @@ import contextlib
 import json
 import os
 import re
+import shlex
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from handler_kit.config import CLIENT_TOKEN_VARIABLE
+from handler_kit.core.outputs import SAFE_DECISIONS
 
 if TYPE_CHECKING:
     from handler_kit.core.app import Handler, HookApp
@@ -35,9 +51,29 @@ APP_HEADER = "X-Handler-Kit-App"
 # would be a hook that silently never fires.
 NO_HTTP_EVENTS = frozenset({"SessionStart", "Setup"})
 # A command hook starts a new process before the handler's deadline starts to run: give the
-# runtime's timeout this much more, so a fail-closed gate's own deny arrives first.
+# runtime's timeout this much more, so a fail-closed gate's own deny arrives first. A forwarder
+# waits for the server half of it: past the server's own deadline, before the runtime's.
 COMMAND_STARTUP_ALLOWANCE = 1.0
 COMMAND = "handler-kit"
+
+# The runtimes, as handler-kit command --runtime names them (a test keeps the two lists equal).
+CLAUDE_CODE = "claude-code"
+RUNTIMES = (CLAUDE_CODE, "codex", "posit", "sandbox")
+RUNTIME_NAMES = {
+    CLAUDE_CODE: "Claude Code",
+    "codex": "Codex",
+    "posit": "Posit Assistant",
+    "sandbox": "the sandbox runtime",
+}
+# The variable each runtime sets to the project directory for a command hook; Codex runs hooks
+# in the session's working directory and sets none.
+PROJECT_DIR_VARIABLES = {CLAUDE_CODE: "CLAUDE_PROJECT_DIR", "posit": "PA_PROJECT_DIR"}
+# The settings folder each runtime reads in a project (the project is the folder above it).
+SETTINGS_FOLDERS = {
+    CLAUDE_CODE: (".claude",),
+    "codex": (".codex",),
+    "posit": (".posit", "assistant"),
+}
 
 
 def claude_code_hooks(
@@ -46,38 +82,69 @@ def claude_code_hooks(
     *,
     base_url: str | None = None,
     command: bool = False,
+    via: str | None = None,
+    fail_closed: bool = False,
+    runtime: str = CLAUDE_CODE,
+    project_dir: str | None = None,
+    python: str | None = None,
     warn: Callable[[str], None] | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
     """The ``hooks`` block of a Claude Code settings.json for ``app``.
 
     ``base_url`` (the server's public URL) makes ``http`` hooks on ``{base_url}/hooks/{name}``
-    carrying ``Authorization: Bearer $HANDLER_KIT_TOKEN``; without it, or with
-    ``command=True``, every handler is a ``command`` hook (``handler-kit command MODULE:ATTR
-    --handler NAME``, run from the project folder). SessionStart and Setup handlers are always
-    command hooks, since Claude Code does not call http hooks for them; ``warn`` (default: a
-    line on stderr) is told about each one. One matcher group per handler, in registration
-    order; events in order of their first handler.
+    carrying ``Authorization: Bearer $HANDLER_KIT_TOKEN``; ``via`` (the same URL) makes
+    command hooks that forward to those routes (``handler-kit forward``), which answer a
+    fail-closed gate's safe decision when the server cannot (every handler's, with
+    ``fail_closed``); otherwise, or with ``command=True``, every handler is a ``command`` hook
+    running the app (``python -m handler_kit command MODULE:ATTR --handler NAME``, from the
+    project directory). SessionStart and Setup handlers are never http hooks, since Claude
+    Code does not call http hooks for them.
+
+    ``runtime`` names the runtime the block is for (``claude-code``, ``codex``, ``posit``): its
+    dialect and its project directory variable; Codex sets none, so its entries change to
+    ``project_dir`` (default: the current directory). ``python`` is the interpreter written
+    (default: this one). ``warn`` (default: a line on stderr) is told about each SessionStart
+    written as a command. One matcher group per handler, in registration order; events in
+    order of their first handler.
     """
-    if base_url is not None and command:
-        raise ValueError("pass base_url for http hooks or command=True, not both")
+    if sum((base_url is not None, command, via is not None)) > 1:
+        raise ValueError("pass one of base_url (http hooks), via (forwarders) or command=True")
+    if runtime not in RUNTIMES:
+        raise ValueError(f"unknown runtime {runtime!r} (choose from {', '.join(RUNTIMES)})")
+    if runtime == "sandbox":
+        raise ValueError(
+            "the sandbox runtime has no settings file: give each hook the script "
+            f"`{_python_words(python)} -m handler_kit command {module_attr} --handler NAME "
+            "--runtime sandbox`"
+        )
+    if base_url is not None and runtime != CLAUDE_CODE:
+        raise ValueError(
+            f"{RUNTIME_NAMES[runtime]} runs no http hooks: use --via URL (a command hook "
+            "forwarding to the server) or command hooks"
+        )
     if base_url is not None:
         base_url = _check_base_url(base_url)
+    if via is not None:
+        via = _check_base_url(via)
     _check_module_attr(module_attr)
     if warn is None:
         warn = _warn_stderr
+    place = _Place(runtime, project_dir or os.getcwd(), python or sys.executable)
     hooks: dict[str, list[dict[str, Any]]] = {}
     for handler in app.handlers:
-        if base_url is not None and handler.event in NO_HTTP_EVENTS:
+        if via is not None:
+            entry = _forward_entry(handler, module_attr, via, place, fail_closed)
+        elif base_url is not None and handler.event in NO_HTTP_EVENTS:
             warn(
                 f"{handler.event} handler {handler.name!r}: Claude Code does not call http "
                 f"hooks on {handler.event}; written as a command hook instead (it needs "
                 f"handler-kit installed where Claude Code runs)"
             )
-            entry = _command_entry(handler, module_attr)
+            entry = _command_entry(handler, module_attr, place)
         elif base_url is not None:
             entry = _http_entry(handler, module_attr, base_url)
         else:
-            entry = _command_entry(handler, module_attr)
+            entry = _command_entry(handler, module_attr, place)
         group: dict[str, Any] = {}
         if handler.matcher is not None and handler.matcher.strip() not in ("", "*"):
             group["matcher"] = handler.matcher
@@ -96,12 +163,111 @@ def _http_entry(handler: Handler, module_attr: str, base_url: str) -> dict[str, 
     }
 
 
-def _command_entry(handler: Handler, module_attr: str) -> dict[str, Any]:
+class _Place:
+    """Where and how a command entry runs: the runtime, its project directory, the
+    interpreter."""
+
+    def __init__(self, runtime: str, project_dir: str, python: str) -> None:
+        self.runtime = runtime
+        self.project_dir = project_dir
+        self.python = python
+
+    def cd(self) -> str:
+        """The shell words that move to the project directory, where the app imports from."""
+        variable = PROJECT_DIR_VARIABLES.get(self.runtime)
+        if variable is not None:
+            return f'cd "${variable}"'
+        return f"cd {shlex.quote(self.project_dir)}"
+
+    def handler_kit(self, *words: str) -> str:
+        """``PYTHON -m handler_kit WORDS... [--runtime R]``, quoted for a shell."""
+        runtime = () if self.runtime == CLAUDE_CODE else ("--runtime", self.runtime)
+        line = (self.python, "-m", "handler_kit", *words, *runtime)
+        return " ".join(shlex.quote(word) for word in line)
+
+
+def _closes(handler: Handler) -> bool:
+    """A fail-closed gate: its event has a safe decision to fail to."""
+    return handler.fail_closed and handler.event in SAFE_DECISIONS
+
+
+def _or_block(handler: Handler) -> str:
+    """Shell words that make a hook process that could not answer a block: exit 127, a failed
+    import or a missing project directory, which every runtime reads as "proceed", become exit
+    2 with a reason on stderr (Codex reads an exit 2 with an empty stderr as a failed run)."""
+    reason = (
+        f"Blocked by policy: the check {handler.name} could not run, and it is configured to "
+        "fail closed."
+    )
+    return f" || {{ echo {shlex.quote(reason)} >&2; exit 2; }}"
+
+
+def _command_entry(handler: Handler, module_attr: str, place: _Place) -> dict[str, Any]:
+    line = f"{place.cd()} && {place.handler_kit('command', module_attr, '--handler', handler.name)}"
+    if _closes(handler):
+        line += _or_block(handler)
     return {
         "type": "command",
-        "command": f"{COMMAND} command {module_attr} --handler {handler.name}",
+        "command": line,
         "timeout": _number(handler.timeout + COMMAND_STARTUP_ALLOWANCE),
     }
+
+
+def _forward_entry(
+    handler: Handler, module_attr: str, via: str, place: _Place, fail_closed: bool
+) -> dict[str, Any]:
+    closes = handler.event in SAFE_DECISIONS and (fail_closed or handler.fail_closed)
+    words = ["forward", f"{via}/hooks/{handler.name}", "--app", module_attr]
+    wait = handler.timeout + COMMAND_STARTUP_ALLOWANCE / 2
+    words += ["--timeout", str(_number(wait))]
+    if closes:
+        words.append("--fail-closed")
+    line = place.handler_kit(*words)
+    if closes:
+        line += _or_block(handler)
+    return {
+        "type": "command",
+        "command": line,
+        "timeout": _number(handler.timeout + COMMAND_STARTUP_ALLOWANCE),
+    }
+
+
+def fail_open_warnings(
+    app: HookApp, *, runtime: str = CLAUDE_CODE, base_url: str | None = None, via: str | None = None
+) -> list[str]:
+    """What stays open of each fail-closed gate installed this way, and how to close it.
+
+    Every runtime here lets the call run when a hook crashes, times out or cannot start. A
+    command entry answers the gate's safe decision itself (before its timeout, and exit 2 when
+    handler-kit cannot start), which leaves a process killed at the timeout; an http entry
+    leaves every outage of the server, which only a forwarder (``--via URL``) closes.
+    """
+    if via is not None:
+        return []  # a fail-closed forwarder answers the safe decision when the server cannot
+    warnings = []
+    name = RUNTIME_NAMES.get(runtime, runtime)
+    for handler in app.handlers:
+        if not _closes(handler):
+            continue
+        if base_url is not None and handler.event not in NO_HTTP_EVENTS:
+            warnings.append(
+                f"fail_closed gate {handler.name!r}: {name} lets the call run when an http "
+                "hook's server is down, times out or answers an error; to stay closed across "
+                "an outage, install --via URL (a forwarder command hook that fails closed)"
+            )
+        else:
+            warnings.append(
+                f"fail_closed gate {handler.name!r}: {name} lets the call run when a hook "
+                "crashes or times out; the entry answers the gate's "
+                f"{SAFE_DECISIONS[handler.event]} before its timeout and exits 2 (a block) if "
+                "handler-kit cannot start, but a process killed at the timeout still lets the "
+                "call run"
+            )
+    return warnings
+
+
+def _python_words(python: str | None) -> str:
+    return shlex.quote(python or sys.executable)
 
 
 def _number(value: float) -> int | float:
@@ -142,8 +308,10 @@ def _warn_stderr(message: str) -> None:
 def is_ours(entry: Any, module_attr: str) -> bool:
     """True when a settings hook entry was written by handler-kit for ``module_attr``.
 
-    A command hook whose command runs ``handler-kit command MODULE:ATTR`` (any path to the
-    executable, any further options) or an http hook carrying ``X-Handler-Kit-App: MODULE:ATTR``.
+    A command hook whose command line, after an optional ``cd DIR &&``, runs ``PYTHON -m
+    handler_kit command MODULE:ATTR`` or ``handler-kit command MODULE:ATTR`` (the form of
+    earlier releases; any path to either, any further options), or ``... forward ... --app
+    MODULE:ATTR``; or an http hook carrying ``X-Handler-Kit-App: MODULE:ATTR``.
     """
     if not isinstance(entry, dict):
         return False
@@ -151,17 +319,35 @@ def is_ours(entry: Any, module_attr: str) -> bool:
         command = entry.get("command")
         if not isinstance(command, str):
             return False
-        words = command.split()
-        return (
-            len(words) >= 3
-            and os.path.basename(words[0]) == COMMAND
-            and words[1] == "command"
-            and words[2] == module_attr
-        )
+        words = _handler_kit_words(command)
+        if words[:2] == ["command", module_attr]:
+            return True
+        if words[:1] == ["forward"]:
+            return any(
+                word == f"--app={module_attr}"
+                or (word == "--app" and words[i + 1 : i + 2] == [module_attr])
+                for i, word in enumerate(words)
+            )
+        return False
     if entry.get("type") == "http":
         headers = entry.get("headers")
         return isinstance(headers, dict) and headers.get(APP_HEADER) == module_attr
     return False
+
+
+def _handler_kit_words(command: str) -> list[str]:
+    """The words after the program when ``command`` runs handler-kit, else ``[]``."""
+    try:
+        words = shlex.split(command)
+    except ValueError:  # unbalanced quotes: not a line handler-kit wrote
+        return []
+    if len(words) >= 3 and words[0] == "cd" and words[2] == "&&":
+        words = words[3:]
+    if words and os.path.basename(words[0]) == COMMAND:
+        return words[1:]
+    if len(words) >= 3 and words[1:3] == ["-m", "handler_kit"]:
+        return words[3:]
+    return []
 
 
 def merge_hooks(
@@ -308,16 +494,34 @@ def install(
     *,
     base_url: str | None = None,
     command: bool = False,
+    via: str | None = None,
+    fail_closed: bool = False,
+    runtime: str = CLAUDE_CODE,
+    project_dir: str | None = None,
+    python: str | None = None,
     dry_run: bool = False,
 ) -> str:
     """Install ``app``'s hooks into the settings file at ``path``; return what was done.
 
-    Raises :class:`SettingsError` (invalid file) or ``ValueError`` (bad options). A missing
-    file is created; an unchanged result leaves the file's bytes alone; ``dry_run`` prints a
-    unified diff on stdout and writes nothing.
+    The options are :func:`claude_code_hooks`'s; ``project_dir`` defaults to
+    :func:`project_dir_of` ``path``. Raises :class:`SettingsError` (invalid file) or
+    ``ValueError`` (bad options). A missing file is created; an unchanged result leaves the
+    file's bytes alone; ``dry_run`` prints a unified diff on stdout and writes nothing.
     """
     raw, settings = read_settings(path)
-    block = claude_code_hooks(app, module_attr, base_url=base_url, command=command)
+    block = claude_code_hooks(
+        app,
+        module_attr,
+        base_url=base_url,
+        command=command,
+        via=via,
+        fail_closed=fail_closed,
+        runtime=runtime,
+        project_dir=project_dir or project_dir_of(path, runtime),
+        python=python,
+    )
+    for warning in fail_open_warnings(app, runtime=runtime, base_url=base_url, via=via):
+        _warn_stderr(warning)
     updated = merge_hooks(settings, block, module_attr)
     if "hooks" not in settings and not updated["hooks"]:
         del updated["hooks"]
@@ -333,6 +537,18 @@ def install(
     if backup is None:
         return f"created {path} with the {what}"
     return f"installed the {what} into {path} (previous version: {backup})"
+
+
+def project_dir_of(path: str, runtime: str = CLAUDE_CODE) -> str:
+    """The project a settings file belongs to: the folder above the runtime's settings folder
+    (``PROJECT/.claude/settings.json``, ``PROJECT/.codex/hooks.json``,
+    ``PROJECT/.posit/assistant/settings.json``), else the current directory."""
+    folder = os.path.dirname(os.path.abspath(path))
+    for name in reversed(SETTINGS_FOLDERS.get(runtime, ())):
+        if os.path.basename(folder) != name:
+            return os.getcwd()
+        folder = os.path.dirname(folder)
+    return folder if runtime in SETTINGS_FOLDERS else os.getcwd()
 
 
 def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:

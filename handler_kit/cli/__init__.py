@@ -2,7 +2,8 @@
 
 Each subcommand lives in its own module and is imported only when it runs: ``handler-kit
 command`` is started once per tool call by command-hook runtimes, so this entry point must not
-pull in the server stack (starlette, uvicorn, mcp, httpx) or any other subcommand's imports.
+pull in the server stack (starlette, uvicorn, mcp, httpx) or any other subcommand's imports, and
+``handler-kit forward`` (the same, in front of a server) loads nothing but the standard library.
 """
 
 from __future__ import annotations
@@ -38,6 +39,14 @@ COMMANDS: dict[str, Command] = {
         "add_arguments",
         "run",
         "run a HookApp as a command hook (stdin -> stdout)",
+    ),
+    # Never reached through the parser either: main() hands ``forward`` to forward.main, which
+    # loads only the standard library.
+    "forward": Command(
+        "handler_kit.command.forward",
+        "add_arguments",
+        "run",
+        "a command hook that asks a running server, failing closed if told to",
     ),
     "document": Command(
         "handler_kit.cli.document",
@@ -79,6 +88,10 @@ def main(argv: list[str] | None = None) -> int:
         from handler_kit.command.hook import main as command_main
 
         return command_main(argv[1:])
+    if argv[:1] == ["forward"]:  # the same, and the standard library only
+        from handler_kit.command.forward import main as forward_main
+
+        return forward_main(argv[1:])
     import argparse
 
     parser = argparse.ArgumentParser(

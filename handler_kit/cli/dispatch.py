@@ -2,7 +2,8 @@
 
 - ``validate HOOKS.json [--known-mcp-server NAME ...]`` prints what Runbear's PUT would answer:
   ``{"error": "invalid_hooks", "issues": [...]}`` (every violation at once) or
-  ``{"error": "unknown_mcp_server", ...}`` and exits 1, or ``{"ok": true}`` and exits 0.
+  ``{"error": "unknown_mcp_server", ...}`` and exits 1, or ``{"ok": true}`` and exits 0; with
+  ``--as-get``, a valid document is printed as ``GET`` would return it after that ``PUT``.
 - ``dispatch --document HOOKS.json --events EVENTS.jsonl`` runs the events of one thread, in
   order, through the reference dispatcher and prints one outcome per event, one JSON line each.
 - ``send URL --event FILE`` posts one event to one endpoint as Runbear would and prints the
@@ -84,6 +85,12 @@ def add_validate_arguments(parser: argparse.ArgumentParser) -> None:
         help="a Custom MCP server on the agent (repeat); when given, an mcp_tool handler naming "
         "another server is unknown_mcp_server, as on PUT",
     )
+    parser.add_argument(
+        "--as-get",
+        action="store_true",
+        help="for a valid document, print it as GET /v1/agents/{id}/hooks returns it after "
+        'this PUT (every http header value <redacted>) instead of {"ok": true}',
+    )
 
 
 def run_validate(args: argparse.Namespace) -> int:
@@ -105,7 +112,10 @@ def run_validate(args: argparse.Namespace) -> int:
     if result.error is not None:
         _print(result.error)
         return 1
-    _print({"ok": True})
+    if args.as_get and result.document is not None:
+        _print(result.document.to_json(redacted=True), indent=2)
+    else:
+        _print({"ok": True})
     return 0
 
 
@@ -367,8 +377,9 @@ async def _notes(url: str, event: str, outcome: Any) -> list[str]:
         notes.append("The reply is held and the agent continues with the reason, once per turn.")
     if output.updated_input is not None and outcome.decision == "deny":
         notes.append("updatedInput is dropped because the call is denied.")
-    if output.continue_ is not None or output.system_message or output.suppress_output:
-        notes.append("continue, systemMessage, suppressOutput... are accepted and ignored.")
+    ignored = [*(output.extra or {}), *(f"hookSpecificOutput.{k}" for k in output.specific or {})]
+    if ignored:
+        notes.append(f"Accepted and ignored (Runbear does not read them): {', '.join(ignored)}.")
     if output.context and len(output.context) > 10_000:
         notes.append("The context is over 10,000 characters and is truncated with a marker.")
     return notes

@@ -1,17 +1,42 @@
-"""``handler-kit install MODULE:ATTR --settings PATH``: write a HookApp's hooks into a Claude Code
-settings file.
+"""``handler-kit install MODULE:ATTR --settings PATH``: write a HookApp's hooks into a runtime's
+settings file (Claude Code, Codex, Posit Assistant).
 
 The work is :func:`handler_kit.claude_code.settings.install`; this module is its command line:
-the options, and one line on stderr for the outcome (exit 0) or the reason it refused (exit 1).
+the options, the import check, and one line on stderr for the outcome (exit 0) or the reason
+it refused (exit 1).
+
+The import check runs the app's import the way the installed command hook will: this
+interpreter, in the project directory, in a fresh process. An app that does not import there
+would be a hook every runtime reads as "proceed", so nothing is written.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 import sys
 
-from handler_kit.claude_code.settings import SettingsError, install
+from handler_kit.claude_code.settings import (
+    CLAUDE_CODE,
+    RUNTIMES,
+    SettingsError,
+    install,
+    project_dir_of,
+)
 from handler_kit.core.loader import LoadError, load_app
+
+# Run by the import check: the loader's one-line error on stderr, exit 1.
+_IMPORT_CHECK = """\
+import sys
+from handler_kit.core.loader import LoadError, load_app
+try:
+    load_app(sys.argv[1])
+except LoadError as exc:
+    sys.stderr.write(f"{exc}\\n")
+    sys.exit(1)
+"""
+IMPORT_CHECK_TIMEOUT = 60.0
 
 
 def add_install_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,7 +46,16 @@ def add_install_arguments(parser: argparse.ArgumentParser) -> None:
         "--settings",
         required=True,
         metavar="PATH",
-        help="the settings file, e.g. .claude/settings.json (created if missing)",
+        help="the settings file, e.g. .claude/settings.json, .codex/hooks.json, "
+        ".posit/assistant/settings.json (created if missing); its project is the folder above "
+        "the runtime's settings folder, else the current directory",
+    )
+    parser.add_argument(
+        "--runtime",
+        choices=RUNTIMES,
+        default=CLAUDE_CODE,
+        help="the runtime that reads the file: its dialect and project directory "
+        "(default claude-code)",
     )
     kind = parser.add_mutually_exclusive_group()
     kind.add_argument(
@@ -30,9 +64,21 @@ def add_install_arguments(parser: argparse.ArgumentParser) -> None:
         help="install http hooks on URL/hooks/NAME (SessionStart and Setup stay commands)",
     )
     kind.add_argument(
+        "--via",
+        metavar="URL",
+        help="install command hooks that forward to the server at URL (handler-kit forward), "
+        "which a fail_closed gate's entry answers with its safe decision when the server "
+        "cannot",
+    )
+    kind.add_argument(
         "--command",
         action="store_true",
-        help="install command hooks (the default without --base-url)",
+        help="install command hooks (the default without --base-url or --via)",
+    )
+    parser.add_argument(
+        "--fail-closed",
+        action="store_true",
+        help="with --via: every gate's forwarder fails closed, not only fail_closed ones",
     )
     parser.add_argument(
         "--dry-run", action="store_true", help="print the change as a unified diff; write nothing"
@@ -41,21 +87,67 @@ def add_install_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_install(args: argparse.Namespace) -> int:
     """``handler-kit install``: exit 0 when installed (or already there), 1 on any error."""
+    if args.fail_closed and args.via is None:
+        return _fail("--fail-closed applies to --via (forwarders to a server)")
+    settings = os.path.abspath(args.settings)
+    project = project_dir_of(settings, args.runtime)
     try:
+        if args.via is None:  # a forwarder never imports the app
+            import_check(args.target, project)
+        _enter(project)  # where the app imports from, as in the hook
         app = load_app(args.target)
         message = install(
             app,
             args.target,
-            args.settings,
+            settings,
             base_url=args.base_url,
             command=args.command,
+            via=args.via,
+            fail_closed=args.fail_closed,
+            runtime=args.runtime,
+            project_dir=project,
             dry_run=args.dry_run,
         )
     except (LoadError, SettingsError, ValueError) as exc:
-        sys.stderr.write(f"handler-kit install: {exc}\n")
-        return 1
+        return _fail(str(exc))
     except OSError as exc:
-        sys.stderr.write(f"handler-kit install: cannot write {args.settings}: {exc}\n")
-        return 1
+        return _fail(f"cannot write {args.settings}: {exc}")
     sys.stderr.write(f"handler-kit: {message}\n")
     return 0
+
+
+def import_check(target: str, project: str) -> None:
+    """Import ``target`` with this interpreter in ``project`` in a new process; ``LoadError``
+    with the one-line reason when it does not import."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _IMPORT_CHECK, target],
+            cwd=project,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=IMPORT_CHECK_TIMEOUT,
+        )
+    except subprocess.TimeoutExpired:
+        raise LoadError(
+            f"importing {target} in {project} took over {IMPORT_CHECK_TIMEOUT:g} s; the hook "
+            "would time out"
+        ) from None
+    except OSError as exc:
+        raise LoadError(f"cannot run {sys.executable} in {project}: {exc}") from None
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines()
+        reason = lines[-1] if lines else f"exit {done.returncode}"
+        raise LoadError(f"{reason} (importing it as the hook will: {sys.executable}, in {project})")
+
+
+def _enter(project: str) -> None:
+    try:
+        os.chdir(project)
+    except OSError as exc:
+        raise ValueError(f"cannot use the project directory {project}: {exc.strerror}") from None
+
+
+def _fail(message: str) -> int:
+    sys.stderr.write(f"handler-kit install: {message}\n")
+    return 1

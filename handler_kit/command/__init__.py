@@ -1,5 +1,23 @@
-"""A HookApp run as a command hook: one hook input on stdin, the answer on stdout."""
+"""Command hooks: a HookApp run as one (``hook``), each runtime's dialect (``dialects``), and
+``handler-kit forward``, a command hook that asks a running server (``forward``).
 
-from handler_kit.command.hook import main, run
+Nothing is imported here: ``handler-kit forward`` goes through this package and must load
+only the standard library, so ``main`` and ``run`` (of ``hook``) are imported on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from handler_kit.command.hook import main, run
 
 __all__ = ["main", "run"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from handler_kit.command import hook
+
+        return getattr(hook, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,17 +6,22 @@ module is that process. The decision is reached by :meth:`HookApp.answer`, exact
 webhook or MCP (same matchers, deadline, failure policy, stop-loop guard, merge); only the
 framing differs.
 
-Dialects:
+Dialects (``--runtime``, see :mod:`handler_kit.command.dialects`):
 
-- default (Claude Code / Codex / Posit JSON): the merged output JSON on stdout (``{}`` for no
-  opinion), exit 0.
-- ``--exit-codes`` (runtimes that read only exit codes): deny/block/ask/halt -> the reason on
-  stderr and exit 2; context -> the plain text on stdout and exit 0; otherwise exit 0 with an
-  empty stdout.
+- ``claude-code``, the default: the merged output JSON on stdout (``{}`` for no opinion),
+  exit 0.
+- ``codex``, ``posit``: the JSON that runtime reads; a decision it cannot carry becomes the
+  closest safe one it can, and a log line says so.
+- ``sandbox`` (``--exit-codes``, for runtimes that read only exit codes): exit 2 with the
+  reason on stderr to block a call or give a tool result feedback; context on stdout where the
+  runtime reads it.
 
 Errors: bad input, an app that cannot be imported, or every handler failing with no fail-closed
 policy -> one line on stderr and exit 1, the "non-blocking error" of every runtime; stdout stays
-empty so Claude Code does not read a ``{}`` there as a successful no-opinion answer.
+empty so Claude Code does not read a ``{}`` there as a successful no-opinion answer. Since
+every runtime proceeds on it, an input a fail-closed gate cannot read is its safe decision
+instead (see :func:`_unreadable`), and handlers that hold the process past their deadline are
+answered by their failure policy all the same (see :class:`_Watchdog`).
 
 Stdout belongs to the answer alone: while the app is imported and its handlers run, file
 descriptor 1 points at a scratch file, so a ``print()`` in a handler (or a child process it
@@ -37,7 +42,9 @@ import contextlib
 import json
 import logging
 import os
+import re
 import sys
+import threading
 from typing import TYPE_CHECKING, Any
 
 from handler_kit.config import CommandConfig
@@ -48,7 +55,7 @@ if TYPE_CHECKING:
     import argparse
 
     from handler_kit.core.app import HookApp
-    from handler_kit.core.vocabulary import Answer
+    from handler_kit.core.vocabulary import Answer, Handler
 
 OK_EXIT = 0
 ERROR_EXIT = 1  # a non-blocking error for every runtime
@@ -59,15 +66,27 @@ class CommandError(Exception):
     """Input the command cannot answer; its message is the one stderr line."""
 
 
+class UnreadableInput(CommandError):
+    """An input that cannot be read as the event it names (or names none): a fail-closed gate
+    that was to read it answers its safe decision instead of this error."""
+
+    def __init__(self, message: str, event_name: str | None = None) -> None:
+        super().__init__(message)
+        self.event_name = event_name
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``handler-kit command``."""
+    from handler_kit.command import dialects
+
     parser.add_argument("target", metavar="MODULE:ATTR", help="the HookApp, e.g. myhooks:app")
     parser.add_argument(
-        "--exit-codes",
-        action="store_true",
-        help="answer with exit codes: block/deny -> reason on stderr and exit 2, "
-        "context -> plain text on stdout",
+        "--runtime",
+        choices=dialects.RUNTIMES,
+        help="the runtime's dialect: "
+        + "; ".join(f"{k}: {v}" for k, v in dialects.RUNTIME_HELP.items()),
     )
+    parser.add_argument("--exit-codes", action="store_true", help="the same as --runtime sandbox")
     parser.add_argument(
         "--handler",
         metavar="NAME",
@@ -88,21 +107,24 @@ def parse_fast(argv: list[str]) -> Any | None:
     """The arguments of ``handler-kit command`` without argparse, or None to use argparse.
 
     This process starts once per tool call and argparse (with gettext) is a measurable part
-    of its start-up; the grammar is four options. Anything unusual (``--help``, an unknown
-    option, a missing value) returns None and goes through argparse, with its messages.
+    of its start-up; the grammar is five options. Anything unusual (``--help``, an unknown
+    option, a missing value, a runtime that does not exist) returns None and goes through
+    argparse, with its messages.
     """
     from types import SimpleNamespace
 
-    args = SimpleNamespace(target=None, exit_codes=False, handler=None, log_file=None)
+    args = SimpleNamespace(target=None, exit_codes=False, runtime=None, handler=None, log_file=None)
     words = iter(argv)
     for word in words:
         name, eq, value = word.partition("=")
         if word == "--exit-codes":
             args.exit_codes = True
-        elif name in ("--handler", "--log-file"):
+        elif name in ("--handler", "--log-file", "--runtime"):
             if not eq:
                 value = next(words, "")
             if not value or value.startswith("-"):
+                return None
+            if name == "--runtime" and value not in _runtimes():
                 return None
             setattr(args, name[2:].replace("-", "_"), value)
         elif word.startswith("-") or args.target is not None:
@@ -127,7 +149,7 @@ def main(argv: list[str]) -> int:
         parser = argparse.ArgumentParser(
             prog="handler-kit command",
             description="Run a HookApp as a command hook: one hook input on stdin, "
-            "the answer on stdout (or as an exit code with --exit-codes).",
+            "the answer on stdout and in the exit code, in the runtime's dialect.",
         )
         add_arguments(parser)
         args = parser.parse_args(argv)
@@ -149,8 +171,9 @@ def run(args: argparse.Namespace, config: CommandConfig | None = None) -> int:
     debug = config.debug
     root.setLevel(logging.DEBUG if debug else logging.WARNING)
     with _StdoutGuard(config.tmpdir) as guard:
+        watchdog = _Watchdog(guard, logs, args.log_file, debug)
         try:
-            code, out, err, stuck = _answer(args, config)
+            code, out, err, stuck = _answer(args, config, watchdog)
         except CommandError as exc:
             code, out, err, stuck = ERROR_EXIT, b"", f"handler-kit: {exc}", False
         except Exception as exc:  # a bug of ours: still one line, still non-blocking
@@ -158,6 +181,7 @@ def run(args: argparse.Namespace, config: CommandConfig | None = None) -> int:
             message = f"handler-kit: internal error: {one_line(exc)}"
             code, out, err, stuck = ERROR_EXIT, b"", message, False
         finally:
+            watchdog.claim()  # the answer is ours to write, or the watchdog ends the process
             root.removeHandler(logs)
             root.setLevel(level)
         chatter = [f"handler-kit: stdout of the app: {line}" for line in guard.chatter()]
@@ -169,12 +193,16 @@ def run(args: argparse.Namespace, config: CommandConfig | None = None) -> int:
     return code
 
 
-def _answer(args: argparse.Namespace, config: CommandConfig) -> tuple[int, bytes, str, bool]:
+def _answer(
+    args: argparse.Namespace, config: CommandConfig, watchdog: _Watchdog | None = None
+) -> tuple[int, bytes, str, bool]:
     """(exit code, stdout bytes, stderr message, a handler thread may still be running) for
-    the input on stdin."""
+    the input on stdin; ``watchdog`` answers instead if the handlers hold the process past
+    their deadline."""
     from handler_kit.core.loader import LoadError, load_app
     from handler_kit.core.vocabulary import TIMEOUT_MESSAGE
 
+    runtime = runtime_of(args)
     try:
         app = load_app(args.target)
     except LoadError as exc:
@@ -197,49 +225,138 @@ def _answer(args: argparse.Namespace, config: CommandConfig) -> tuple[int, bytes
         if only is None:
             raise CommandError(f"app {app.name!r} has no handler named {args.handler!r}")
         handlers = [only]
-    data = _read_input()
-    event_name = data.get("hook_event_name")
-    if not isinstance(event_name, str) or not event_name:
-        raise CommandError("hook input has no hook_event_name (a string naming the event)")
+    raw = sys.stdin.buffer.read()
+    try:
+        data = _read_input(raw)
+        event_name = data.get("hook_event_name")
+        if not isinstance(event_name, str) or not event_name:
+            raise UnreadableInput("hook input has no hook_event_name (a string naming the event)")
+        if handlers is None:
+            if not app.by_event.get(event_name):
+                raise CommandError(f"app {app.name!r} has no handlers for {event_name}")
+        elif handlers[0].event != event_name:
+            raise CommandError(
+                f"handler {args.handler!r} handles {handlers[0].event}, not {event_name}"
+            )
+        event = _validate(event_name, data)
+    except UnreadableInput as exc:
+        return (*_unreadable(runtime, app, handlers, raw, exc), False)
     if handlers is None:
-        if not app.by_event.get(event_name):
-            raise CommandError(f"app {app.name!r} has no handlers for {event_name}")
-    elif handlers[0].event != event_name:
-        raise CommandError(
-            f"handler {args.handler!r} handles {handlers[0].event}, not {event_name}"
-        )
-    event = _validate(event_name, data)
-    if handlers is not None and not handlers[0].matches(event.matcher_value()):
+        handlers = app.matching(event)
+    elif not handlers[0].matches(event.matcher_value()):
         handlers = []  # its matcher does not match: no opinion, like POST /hooks/{name}
+    if watchdog is not None:
+        watchdog.arm(app, event, handlers, runtime)
     answer = _run_answer(app, event, handlers)
     # A handler cut off at its deadline may still be running in a worker thread.
     stuck = any(i.error == TIMEOUT_MESSAGE for i in answer.invocations)
+    return (*_respond(runtime, app, answer), stuck)
+
+
+def _respond(runtime: str, app: HookApp, answer: Answer) -> tuple[int, bytes, str]:
+    """(exit code, stdout, stderr message) for an answer: its rendering in the runtime's
+    dialect, or the one error line when every handler failed with no fail-closed policy."""
     if answer.failed:
         failures = "; ".join(f"{i.handler.name}: {i.error}" for i in answer.invocations)
-        message = f"handler-kit: every handler failed on {event_name} ({failures})"
-        return ERROR_EXIT, b"", message, stuck
-    if args.exit_codes:
-        return (*_exit_code_answer(app, answer), stuck)
-    return OK_EXIT, answer.body + b"\n", "", stuck
+        name = answer.event.hook_event_name
+        return ERROR_EXIT, b"", f"handler-kit: every handler failed on {name} ({failures})"
+    return _render(runtime, app, answer)
 
 
-def _read_input() -> dict[str, Any]:
-    raw = sys.stdin.buffer.read()
+def _read_input(raw: bytes) -> dict[str, Any]:
+    from handler_kit.core.vocabulary import InputTooDeep, load_json
+
     if not raw.strip():
-        raise CommandError("no hook input on stdin (expected one JSON object)")
+        raise UnreadableInput("no hook input on stdin (expected one JSON object)")
     try:
-        data = json.loads(raw)
+        data = load_json(raw)
+    except InputTooDeep as exc:
+        raise UnreadableInput(f"hook input is {exc}") from None
     except UnicodeDecodeError as exc:
-        raise CommandError(f"hook input is not UTF-8 JSON: {exc.reason}") from None
+        raise UnreadableInput(f"hook input is not UTF-8 JSON: {exc.reason}") from None
     except json.JSONDecodeError as exc:
-        raise CommandError(
+        raise UnreadableInput(
             f"hook input is not JSON: {exc.msg} (line {exc.lineno} column {exc.colno})"
         ) from None
     if not isinstance(data, dict):
         name = type(data).__name__
         kind = {"list": "an array", "str": "a string"}.get(name, name)
-        raise CommandError(f"hook input must be a JSON object, not {kind}")
+        raise UnreadableInput(f"hook input must be a JSON object, not {kind}")
     return data
+
+
+def _unreadable(
+    runtime: str,
+    app: HookApp,
+    handlers: list[Handler] | None,
+    raw: bytes,
+    error: UnreadableInput,
+) -> tuple[int, bytes, str]:
+    """The answer to an input that cannot be read: the safe decision of the fail-closed gates
+    that were to read it, or ``error`` when there is none.
+
+    The gates are the ``--handler`` one, or else the app's fail-closed handlers of the event
+    the input names, if that can still be read; their matchers cannot be, so each of them
+    answers.
+    """
+    if handlers is not None:
+        gates, event_name = handlers, handlers[0].event
+    else:
+        found = error.event_name or _event_name_in(raw)
+        if found is None:
+            raise error
+        gates, event_name = app.by_event.get(found, []), found
+    answer = app.answer_unreadable(
+        event_name, gates, str(error), transport="command", context={"pid": os.getpid()}
+    )
+    if answer is None:
+        raise error
+    return _respond(runtime, app, answer)
+
+
+# a JSON string, or a character of structure: all the scan below needs
+_JSON_TOKENS = rb'"(?:[^"\\]|\\.)*"|[][{}:,]'
+
+
+def _event_name_in(raw: bytes) -> str | None:
+    """The top-level ``hook_event_name`` of an input too broken to parse (cut off, nested too
+    deep), or None: a scan that follows strings and nesting only, so no depth stops it."""
+    depth = 0
+    state = ""  # at depth 1: "key" expected, "colon" after a key, "value" after the colon
+    key = name = None
+    for match in re.finditer(_JSON_TOKENS, raw, re.DOTALL):
+        token = match.group()
+        first = token[:1]
+        if first in b"[{":
+            if depth == 0 and first == b"[":
+                return None  # not an object
+            depth += 1
+            state = "key" if depth == 1 else ("" if depth == 2 else state)
+        elif first in b"]}":
+            depth -= 1
+            if depth <= 0:
+                break
+        elif depth != 1:
+            continue
+        elif first == b",":
+            state = "key"
+        elif first == b":":
+            state = "value" if state == "colon" else ""
+        elif state == "key":
+            key, state = _json_string(token), "colon"
+        elif state == "value":
+            if key == "hook_event_name":
+                name = _json_string(token)
+            state = ""
+    return name or None
+
+
+def _json_string(token: bytes) -> str | None:
+    try:
+        value = json.loads(token)
+    except ValueError:
+        return None
+    return value if isinstance(value, str) else None
 
 
 def _validate(event_name: str, data: dict[str, Any]) -> Any:
@@ -255,7 +372,9 @@ def _validate(event_name: str, data: dict[str, Any]) -> Any:
         first = errors[0]
         where = ".".join(str(part) for part in first["loc"]) or "input"
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise CommandError(f"invalid {event_name} input: {where}: {first['msg']}{more}") from None
+        raise UnreadableInput(
+            f"invalid {event_name} input: {where}: {first['msg']}{more}", event_name
+        ) from None
 
 
 def _run_answer(app: HookApp, event: Any, handlers: Any) -> Answer:
@@ -271,11 +390,10 @@ def _run_answer(app: HookApp, event: Any, handlers: Any) -> Answer:
     asyncio (so nothing it calls synchronously expects a running loop). A non-suspending
     handler cannot be cut off by its deadline on a loop either: the answer is the same.
 
-    Otherwise a loop of our own, not ``asyncio.run``: that waits for the default executor's
-    threads on the way out, so a sync handler stuck past its deadline would hold the process
-    until the runtime kills it, and a fail-closed gate's deny would become the runtime's
-    fail-open timeout. ``loop.close()`` does not wait; :func:`_leave_now` exits without
-    joining such a thread.
+    Otherwise a loop of our own, not ``asyncio.run``, which waits for executor threads on the
+    way out: a sync handler stuck past its deadline would hold the process until the runtime
+    kills it, and a fail-closed gate's deny would become the runtime's fail-open timeout.
+    ``loop.close()`` does not wait; :func:`_leave_now` exits without joining such a thread.
     """
     context = {"pid": os.getpid()}
     if handlers is None:
@@ -298,26 +416,44 @@ def _run_answer(app: HookApp, event: Any, handlers: Any) -> Answer:
         loop.close()
 
 
-def _exit_code_answer(app: HookApp, answer: Answer) -> tuple[int, bytes, str]:
-    """The exit-code dialect: what a runtime that reads only the exit code can be told."""
-    from handler_kit.core.outputs import parse_output
+# The default dialect, handled here so that the usual path does not import the dialects.
+CLAUDE_CODE = "claude-code"
 
-    event_name = answer.event.hook_event_name
-    output = parse_output(event_name, answer.output)
-    if output.continue_ is False:
-        return BLOCK_EXIT, b"", output.stop_reason or _fallback_reason(app, answer, "stopped")
-    if output.decision in ("deny", "block", "ask"):
-        # ask: there is nobody to ask in an exit-code runtime; the safe reading is deny.
-        return BLOCK_EXIT, b"", output.reason or _fallback_reason(app, answer, "blocked")
-    if output.updated_input is not None:
-        logging.getLogger("handler_kit").warning(
-            "%s: the exit-code dialect cannot carry a rewritten tool input; the call runs "
-            "with its original input",
-            event_name,
-        )
-    if output.context:
-        return OK_EXIT, output.context.encode(), ""
-    return OK_EXIT, b"", ""
+
+def _runtimes() -> tuple[str, ...]:
+    from handler_kit.command.dialects import RUNTIMES
+
+    return RUNTIMES
+
+
+def runtime_of(args: argparse.Namespace) -> str:
+    """The dialect asked for: ``--runtime``, or ``sandbox`` for ``--exit-codes``."""
+    runtime: str | None = getattr(args, "runtime", None)
+    if getattr(args, "exit_codes", False):
+        if runtime not in (None, "sandbox"):
+            raise CommandError(f"--exit-codes is --runtime sandbox; it contradicts {runtime}")
+        return "sandbox"
+    return runtime or CLAUDE_CODE
+
+
+def _render(runtime: str, app: HookApp, answer: Answer) -> tuple[int, bytes, str]:
+    """The answer in the runtime's dialect; what it had to change is logged, one line each."""
+    if runtime == CLAUDE_CODE:
+        return OK_EXIT, answer.body + b"\n", ""
+    from handler_kit.command import dialects
+
+    rendered = dialects.render(
+        runtime,
+        answer.event.hook_event_name,
+        answer.output,
+        # a rewrite the runtime cannot apply denies the call when a fail-closed gate answered
+        fail_closed=any(i.handler.fail_closed for i in answer.invocations),
+        fallback=lambda what: _fallback_reason(app, answer, what),
+    )
+    log = logging.getLogger("handler_kit")
+    for note in rendered.notes:
+        log.warning("%s", note)
+    return rendered.code, rendered.stdout, rendered.stderr
 
 
 def _fallback_reason(app: HookApp, answer: Answer, what: str) -> str:
@@ -462,6 +598,87 @@ class _LogBuffer(logging.Handler):
                     line += "\n" + "".join(traceback.format_exception(*record.exc_info)).rstrip()
             out.append(line)
         return out
+
+
+class _Watchdog:
+    """Answers at the deadline when the handlers hold the process past it.
+
+    A sync handler stuck in a call is cut off by the event loop at its deadline, but nothing
+    can cut off code that holds the main thread: an async handler that blocks (``time.sleep``,
+    a synchronous driver), whether it runs on the loop or, awaiting nothing, without one. The
+    runtime would wait for the process until its own timeout and then proceed, so a
+    fail-closed gate would be open. This thread sleeps until just after the last deadline; if
+    the answer is not written by then, it writes the failure policy's answer (each handler
+    timed out) to the real stdout and ends the process.
+
+    One answer only: whichever of this thread and the main thread claims the answer first
+    writes it; the other never writes. The main thread claims before it writes, and if the
+    watchdog was first it waits there for the process to end.
+    """
+
+    def __init__(
+        self, guard: _StdoutGuard, logs: _LogBuffer, log_file: str | None, debug: bool
+    ) -> None:
+        self.guard = guard
+        self.logs = logs
+        self.log_file = log_file
+        self.debug = debug
+        self.lock = threading.Lock()
+        self.claimed = False
+        self.disarmed = threading.Event()
+
+    def arm(self, app: HookApp, event: Any, handlers: list[Handler], runtime: str) -> None:
+        if not handlers:
+            return
+        # Just after the deadline, so the loop's own timeout answers first when it can (it
+        # knows which handlers did answer), and well inside the margin the deadline keeps
+        # before the runtime's timeout.
+        delay = max(h.deadline + (h.timeout - h.deadline) / 4 for h in handlers)
+        thread = threading.Thread(
+            target=self._watch,
+            args=(delay, app, event, handlers, runtime),
+            name="handler-kit-watchdog",
+            daemon=True,
+        )
+        thread.start()
+
+    def claim(self) -> None:
+        """Called by the main thread before it writes anything: from now on the watchdog
+        stays silent. If it has claimed the answer already, this never returns."""
+        with self.lock:
+            first = not self.claimed
+            self.claimed = True
+        self.disarmed.set()
+        if not first:
+            threading.Event().wait()  # the watchdog is writing its answer, then exits
+
+    def _watch(
+        self, delay: float, app: HookApp, event: Any, handlers: list[Handler], runtime: str
+    ) -> None:
+        if self.disarmed.wait(delay):
+            return
+        with self.lock:
+            if self.claimed:
+                return
+            self.claimed = True
+        code = ERROR_EXIT
+        try:
+            logging.getLogger("handler_kit").warning(
+                "%s still running at the deadline (a handler that blocks, such as an async "
+                "handler calling time.sleep, holds the process): answered by the failure "
+                "policy without waiting for it",
+                ", ".join(h.name for h in handlers),
+            )
+            answer = app.answer_timed_out(
+                event, handlers, transport="command", context={"pid": os.getpid()}
+            )
+            code, out, err = _respond(runtime, app, answer)
+            chatter = [f"handler-kit: stdout of the app: {line}" for line in self.guard.chatter()]
+            self.guard.write_stdout(out)
+            lines = chatter + self.logs.lines(with_traceback=self.debug)
+            _write_stderr(code, err, lines, self.log_file)
+        finally:
+            _leave_now(code)
 
 
 def _leave_now(code: int) -> None:

@@ -65,9 +65,16 @@ class SessionStart(HookEvent):
     """A session (Runbear: thread) starts. Context only."""
 
     matcher_field: ClassVar[str | None] = "source"
-    source: str | None = Field(None, description="startup, resume, clear, compact or fork.")
+    source: str | None = Field(
+        None, description="startup, resume, clear, compact or fork; missing means startup."
+    )
     model: str | None = Field(None, description="Model of the session, when known.")
     session_title: str | None = Field(None, description="Title of the session, when set.")
+
+    def matcher_value(self) -> str | None:
+        # Runbear sends no source: its SessionStart is always a startup (a thread's first
+        # message), so matcher="startup" must select it.
+        return "startup" if self.source is None else self.source
 
 
 class UserPromptSubmit(HookEvent):

@@ -13,6 +13,7 @@ and both are here so there is one place that steps coroutines by hand:
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Generator
+from time import perf_counter
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -25,13 +26,21 @@ class Resume:
 
     It hands what the coroutine yielded (the future it waits on) to the task driving us and
     forwards results and exceptions (cancellation included) back, as ``await`` would have.
+
+    With a ``deadline`` (a :func:`time.perf_counter` value), it also notes a step that began
+    before the deadline and ended after it: the coroutine held the event loop through its
+    deadline, where no timer could interrupt it. ``late_step`` is that step's duration.
     """
 
-    __slots__ = ("coro", "yielded")
+    __slots__ = ("coro", "deadline", "late_step", "yielded")
 
-    def __init__(self, coro: Coroutine[Any, Any, Any], yielded: Any) -> None:
+    def __init__(
+        self, coro: Coroutine[Any, Any, Any], yielded: Any, deadline: float | None = None
+    ) -> None:
         self.coro = coro
         self.yielded = yielded
+        self.deadline = deadline
+        self.late_step: float | None = None
 
     def __await__(self) -> Generator[Any, Any, Any]:
         coro, yielded = self.coro, self.yielded
@@ -39,15 +48,28 @@ class Resume:
             try:
                 sent = yield yielded
             except BaseException as exc:  # cancellation or deadline: deliver it inside
+                began = perf_counter()
                 try:
                     yielded = coro.throw(exc)
                 except StopIteration as stop:
                     return stop.value
+                finally:
+                    self._timed(began)
                 continue
+            began = perf_counter()
             try:
                 yielded = coro.send(sent)
             except StopIteration as stop:
                 return stop.value
+            finally:
+                self._timed(began)
+
+    def _timed(self, began: float) -> None:
+        deadline = self.deadline
+        if deadline is not None and self.late_step is None and began < deadline:
+            now = perf_counter()
+            if now > deadline:
+                self.late_step = now - began
 
 
 def never_suspends(func: Callable[..., Any]) -> bool:

@@ -14,21 +14,27 @@ from __future__ import annotations
 
 import inspect
 import logging
+import threading
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic_core import PydanticSerializationError, to_json
 
 from handler_kit.core._coroutines import Resume
-from handler_kit.core.events import EVENT_MODELS, HookEvent
+from handler_kit.core.events import EVENT_MODELS, MATCHERLESS_EVENTS, HookEvent, model_for
+from handler_kit.core.matchers import is_match_all
 from handler_kit.core.merge import Failure, merge
 from handler_kit.core.outputs import SAFE_DECISIONS, Output, OutputError, normalize
 from handler_kit.core.vocabulary import (
+    DEFAULT_CALLS_PER_HANDLER,
+    DEFAULT_THREADS,
     DEFAULT_TIMEOUT,
     DEFAULT_TIMEOUTS,
     LOOP_GUARDED_EVENTS,
     TIMEOUT_MESSAGE,
+    UNREADABLE_MESSAGE,
     Answer,
     AnswerObserver,
     Handler,
@@ -46,7 +52,7 @@ logger = logging.getLogger("handler_kit")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["Answer", "Handler", "HookApp", "Invocation", "Status"]
+__all__ = ["Answer", "Handler", "HandlerThreads", "HookApp", "Invocation", "Status"]
 
 
 class HookApp:
@@ -55,11 +61,24 @@ class HookApp:
     >>> hooks = HookApp("refund-gate")
     >>> @hooks.pre_tool_use(matcher="issue_refund", fail_closed=True)
     ... async def refund_gate(event): ...
+
+    Sync (``def``) handlers run on the app's own pool of ``threads`` threads, at most
+    ``calls_per_handler`` at once for any one handler; a call over that limit waits for a
+    thread until its deadline, then gets its handler's failure policy.
     """
 
-    def __init__(self, name: str = "handler-kit", *, description: str = "") -> None:
+    def __init__(
+        self,
+        name: str = "handler-kit",
+        *,
+        description: str = "",
+        threads: int = DEFAULT_THREADS,
+        calls_per_handler: int = DEFAULT_CALLS_PER_HANDLER,
+    ) -> None:
         self.name = name
         self.description = description
+        # shared with every extended() copy: one pool however the app is served
+        self.threads = HandlerThreads(threads, calls_per_handler)
         self.handlers: list[Handler] = []
         self.by_name: dict[str, Handler] = {}
         self.by_event: dict[str, list[Handler]] = {}
@@ -135,7 +154,8 @@ class HookApp:
         """Register the decorated function as a handler of ``event``.
 
         ``matcher`` filters by tool name (or source, agent type... per event), with Claude
-        Code's rule. ``timeout`` is what the runtime allows (default 5 s on SessionStart, 3 s
+        Code's rule; an event without a matcher field (UserPromptSubmit, Stop...) refuses one.
+        ``timeout`` is what the runtime allows (default 5 s on SessionStart, 3 s
         elsewhere); the server answers a little before it. ``fail_closed`` makes a failure or a
         late answer the event's safe decision (deny on PreToolUse, block on UserPromptSubmit).
         ``stop_loop_guard=False`` lets a Stop handler block even when ``stop_hook_active``.
@@ -154,6 +174,13 @@ class HookApp:
             )
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+        if event in MATCHERLESS_EVENTS and not is_match_all(matcher):
+            # the handler would be matched against nothing and never run, while a runtime
+            # runs that matcher group on every event
+            raise ValueError(
+                f"{event} has no matcher: the runtimes ignore a matcher there and run the "
+                f"handler on every {event}; remove matcher={matcher!r}"
+            )
 
         def decorate(func: F) -> F:
             handler_name = name or func.__name__
@@ -250,23 +277,89 @@ class HookApp:
         Never raises for a handler's failure: that is answered by its policy and recorded in
         :attr:`Answer.invocations`.
         """
+        started = time.perf_counter()
         if handlers is None:
             handlers = self.matching(event)
         if len(handlers) == 1:
-            invocations = [await self._invoke(handlers[0], event)]
+            invocations = [await self._invoke(handlers[0], event, started)]
         elif handlers:
             import asyncio
 
-            invocations = list(await asyncio.gather(*(self._invoke(h, event) for h in handlers)))
+            invocations = list(
+                await asyncio.gather(*(self._invoke(h, event, started) for h in handlers))
+            )
         else:
             invocations = []
         answer = Answer(event, self._combine(event, invocations), invocations)
+        if self.observers:
+            self._observe(answer, transport, context)
+        return answer
+
+    def answer_unreadable(
+        self,
+        event_name: str,
+        handlers: Sequence[Handler],
+        problem: str,
+        *,
+        transport: str = "direct",
+        context: dict[str, Any] | None = None,
+    ) -> Answer | None:
+        """The answer to an input that could not be read, when ``handlers`` were to run on it:
+        the safe decision of the fail-closed ones among them (a gate that cannot read its input
+        cannot let the call through), or None when none fails closed and the transport reports
+        bad input as usual. ``problem`` says what was wrong, for the log and the audit trail.
+        """
+        gates = [h for h in handlers if h.fail_closed]
+        if not gates:
+            return None
+        logger.warning(
+            "%s could not read its %s input (%s): answered with its safe decision",
+            ", ".join(h.name for h in gates),
+            event_name,
+            problem,
+        )
+        # the event as far as it is known: its name, every field missing
+        event = model_for(event_name).model_construct(hook_event_name=event_name)
+        return self._answer_failed(
+            event, gates, Status.ERROR, f"{UNREADABLE_MESSAGE} ({problem})", transport, context
+        )
+
+    def answer_timed_out(
+        self,
+        event: HookEvent,
+        handlers: Sequence[Handler],
+        *,
+        transport: str = "direct",
+        context: dict[str, Any] | None = None,
+    ) -> Answer:
+        """The answer given when ``handlers`` are all still running at their deadline and the
+        answer cannot wait for them (a command hook whose handler holds its main thread): every
+        one has timed out, each answered by its failure policy."""
+        return self._answer_failed(
+            event, handlers, Status.TIMEOUT, TIMEOUT_MESSAGE, transport, context
+        )
+
+    def _answer_failed(
+        self,
+        event: HookEvent,
+        handlers: Sequence[Handler],
+        status: Status,
+        error: str,
+        transport: str,
+        context: dict[str, Any] | None,
+    ) -> Answer:
+        now = time.perf_counter()
+        invocations = [self._failed(h, status, error, now) for h in handlers]
+        answer = Answer(event, self._combine(event, invocations), invocations)
+        self._observe(answer, transport, context)
+        return answer
+
+    def _observe(self, answer: Answer, transport: str, context: dict[str, Any] | None) -> None:
         for observer in self.observers:
             try:
                 observer(answer, transport, context or {})
             except Exception:  # an observer must never change the answer
                 logger.exception("observer %r failed", observer)
-        return answer
 
     def answer_sync(self, event: HookEvent, **options: Any) -> Answer:
         """:meth:`answer` for synchronous callers (command hooks, scripts)."""
@@ -274,8 +367,9 @@ class HookApp:
 
         return asyncio.run(self.answer(event, **options))
 
-    async def _invoke(self, handler: Handler, event: HookEvent) -> Invocation:
-        started = time.perf_counter()
+    async def _invoke(self, handler: Handler, event: HookEvent, started: float) -> Invocation:
+        """Run one handler within its deadline, counted from ``started`` (when the answer
+        began, the same for every handler of the event)."""
         event_name = event.hook_event_name
         try:
             if handler.is_async and not self.wrappers:
@@ -283,11 +377,12 @@ class HookApp:
             else:
                 import asyncio
 
-                async with asyncio.timeout(handler.deadline):
+                remaining = handler.deadline - (time.perf_counter() - started)
+                async with asyncio.timeout(max(remaining, 0.0)):
                     if self.wrappers:
-                        output = await self._wrapped(handler, event)
+                        output = await self._wrapped(handler, event, started)
                     else:
-                        output = await self._run(handler, event)
+                        output = await self._run(handler, event, started)
         except TimeoutError:
             return self._failed(handler, Status.TIMEOUT, TIMEOUT_MESSAGE, started)
         except OutputError as exc:
@@ -304,7 +399,20 @@ class HookApp:
                 message = f"{handler.name} returned a value JSON cannot carry: {exc}"
                 logger.error(message)
                 return self._failed(handler, Status.ERROR, message, started)
-        latency = (time.perf_counter() - started) * 1000
+        elapsed = time.perf_counter() - started
+        if elapsed > handler.deadline:
+            # An answer outlives its deadline when the event loop could not cut it off in
+            # time: something held the loop. The runtime may have given up already, and the
+            # answer would be sent as if on time: it is the failure policy's instead.
+            logger.warning(
+                "%s answered %.1f s after the answer began, past its %.1f s deadline (the "
+                "event loop was held): its answer is not sent, its failure policy answers",
+                handler.name,
+                elapsed,
+                handler.deadline,
+            )
+            return self._failed(handler, Status.TIMEOUT, TIMEOUT_MESSAGE, started)
+        latency = elapsed * 1000
         if (
             output.decision == "block"
             and handler.stop_loop_guard
@@ -327,34 +435,45 @@ class HookApp:
         ``asyncio.timeout`` costs) is a measurable share of the hot path. A handler that never
         suspends cannot be interrupted by a deadline anyway, so nothing is lost: the deadline
         is armed, for the time that is left, the moment the handler first waits on something.
+
+        Each step the handler runs without suspending holds the event loop, and no deadline
+        can interrupt it: a step that runs through the deadline (``time.sleep``, a synchronous
+        driver) makes the answer late, and the handler is named for it.
         """
+        deadline_at = started + handler.deadline
         coro: Coroutine[Any, Any, Any] = handler.func(event)  # type: ignore[assignment]
         try:
             yielded = coro.send(None)
         except StopIteration as stop:
+            if time.perf_counter() > deadline_at:
+                raise _blocked(handler, started) from None
             return normalize(event.hook_event_name, stop.value)
+        if time.perf_counter() > deadline_at:
+            coro.close()
+            raise _blocked(handler, started)
         import asyncio
 
-        remaining = handler.deadline - (time.perf_counter() - started)
+        resume = Resume(coro, yielded, deadline_at)
         try:
-            async with asyncio.timeout(max(remaining, 0.0)):
-                value = await Resume(coro, yielded)
+            async with asyncio.timeout(max(deadline_at - time.perf_counter(), 0.0)):
+                value = await resume
         finally:
             coro.close()
+            if resume.late_step is not None:
+                _warn_blocked(handler, resume.late_step)
+        if resume.late_step is not None:
+            raise TimeoutError
         return normalize(event.hook_event_name, value)
 
-    async def _run(self, handler: Handler, event: HookEvent) -> Output:
+    async def _run(self, handler: Handler, event: HookEvent, started: float) -> Output:
         if handler.is_async:
-            value = await handler.func(event)
-        else:
-            import asyncio
-
-            value = await asyncio.to_thread(handler.func, event)
+            return await self._run_async_fast(handler, event, started)
+        value = await self.threads.run(handler, event)
         return normalize(event.hook_event_name, value)
 
-    async def _wrapped(self, handler: Handler, event: HookEvent) -> Output:
+    async def _wrapped(self, handler: Handler, event: HookEvent, started: float) -> Output:
         async def innermost() -> Output:
-            return await self._run(handler, event)
+            return await self._run(handler, event, started)
 
         call: Callable[[], Awaitable[Output]] = innermost
         for wrapper in reversed(self.wrappers):
@@ -387,6 +506,142 @@ class HookApp:
             else:
                 results.append(inv.output)
         return merge(name, results).to_output().render(name)
+
+
+def _blocked(handler: Handler, started: float) -> TimeoutError:
+    """The first step of an async handler ran through its deadline: it held the loop, and
+    what it answers now is late. Said, and answered as a timeout."""
+    _warn_blocked(handler, time.perf_counter() - started)
+    return TimeoutError()
+
+
+def _warn_blocked(handler: Handler, seconds: float) -> None:
+    logger.warning(
+        "%s blocked the event loop for %.1f s, through its %.1f s deadline: its answer is not "
+        "sent, its failure policy answers. An async handler must not block; make it a plain "
+        "def, or run the blocking call with await asyncio.to_thread(...)",
+        handler.name,
+        seconds,
+        handler.deadline,
+    )
+
+
+class HandlerThreads:
+    """The threads sync handlers run on: handler-kit's own, not asyncio's default executor.
+
+    The default executor is small (a handful of threads on a small machine) and shared with
+    whatever else needs a thread (JWKS fetches, DNS look-ups): a few handler calls stuck in
+    I/O would take all of it, and every other sync handler, of any event, would time out
+    behind them. Here each handler has at most ``per_handler`` calls on a thread at once, out
+    of ``size`` threads in all: a stuck handler holds its own share, never the pool. A call
+    over its handler's limit waits, holding no thread, until a call of that handler returns
+    or its deadline passes (then its failure policy answers). A thread is made when a call
+    needs one, so an app whose handlers are all async starts none.
+    """
+
+    def __init__(
+        self, size: int = DEFAULT_THREADS, per_handler: int = DEFAULT_CALLS_PER_HANDLER
+    ) -> None:
+        if size < 1 or per_handler < 1:
+            raise ValueError(
+                f"threads and calls_per_handler must be at least 1, not {size} and {per_handler}"
+            )
+        self.size = size
+        self.per_handler = min(per_handler, size)
+        self._executor: Any = None
+        self._slots: dict[Handler, _Slots] = {}
+        self._lock = threading.Lock()
+
+    async def run(self, handler: Handler, event: HookEvent) -> Any:
+        """``handler.func(event)`` on a thread of the pool, with the caller's context."""
+        import asyncio
+        import contextvars
+
+        slots = self._slots.get(handler)
+        if slots is None:
+            with self._lock:
+                slots = self._slots.setdefault(handler, _Slots(self.per_handler))
+        await slots.acquire()
+        try:
+            future = self._pool().submit(contextvars.copy_context().run, handler.func, event)
+        except BaseException:
+            slots.release()
+            raise
+        # Released when the call is over, not when its caller stops waiting: a call cut off
+        # at its deadline still holds its thread, and counts against its handler, until it
+        # returns. A call cancelled before a thread took it is over too.
+        future.add_done_callback(slots.release)
+        return await asyncio.wrap_future(future)
+
+    def _pool(self) -> Any:
+        if self._executor is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with self._lock:
+                if self._executor is None:
+                    self._executor = ThreadPoolExecutor(
+                        self.size, thread_name_prefix="handler-kit-handler"
+                    )
+        return self._executor
+
+
+class _Slots:
+    """The calls of one handler that may hold a thread at once, waited for in FIFO order.
+
+    Taken on an event loop and given back from any thread (a call returns on its worker
+    thread), by loops that may differ (several servers, or a test's loop, in one process):
+    hence a lock and ``call_soon_threadsafe`` rather than an ``asyncio.Semaphore``, which
+    belongs to one loop.
+    """
+
+    __slots__ = ("limit", "lock", "running", "waiting")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.running = 0
+        self.waiting: deque[tuple[Any, Any]] = deque()
+        self.lock = threading.Lock()
+
+    async def acquire(self) -> None:
+        import asyncio
+
+        with self.lock:
+            if self.running < self.limit:
+                self.running += 1
+                return
+            loop = asyncio.get_running_loop()
+            waiter = loop.create_future()
+            self.waiting.append((loop, waiter))
+        try:
+            await waiter  # release() hands its slot over, already counted
+        except BaseException:
+            with self.lock:
+                try:
+                    self.waiting.remove((loop, waiter))
+                    handed_over = False
+                except ValueError:
+                    handed_over = True
+            if handed_over:  # given a slot as it stopped waiting: pass it on
+                self.release()
+            raise
+
+    def release(self, *_: object) -> None:
+        while True:
+            with self.lock:
+                if not self.waiting:
+                    self.running -= 1
+                    return
+                loop, waiter = self.waiting.popleft()
+            try:
+                loop.call_soon_threadsafe(_hand_over, waiter)
+                return
+            except RuntimeError:  # its loop is closed: nobody waits there any more
+                continue
+
+
+def _hand_over(waiter: Any) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 def _bind(

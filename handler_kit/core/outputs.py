@@ -7,13 +7,18 @@ PermissionRequest; ``block`` is a top-level ``decision``), so the helpers build 
 the event cannot carry raises :class:`OutputError` there, in the server, instead of reaching the
 runtime as a silently wrong answer.
 
-:func:`parse_output` is the reverse: it reads a Claude Code JSON object (a handler's plain
-``dict``, or a response the reference dispatcher received) into an :class:`Output`.
+:func:`parse_output` is the reverse: it reads a Claude Code JSON object into an
+:class:`Output`, keeping keys it does not know, as a runtime reading another server's answer
+must. A handler's own ``dict`` is read by :func:`parse_handler_output`, which first checks every
+key against the event's output schema: a misspelt or misplaced key would otherwise reach the
+runtime and be ignored there, silently.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from handler_kit.core.names import EVENT_NAMES
 
 CONTEXT_LIMIT = 10_000
 TRUNCATION_MARKER = "\n[... truncated by handler-kit: context over 10,000 characters]"
@@ -66,6 +71,56 @@ _UNIVERSAL = {
     "systemMessage": "system_message",
     "suppressOutput": "suppress_output",
 }
+
+# The top-level fields of Claude Code's output: the universal ones, the decision, and the
+# object of the event's own fields.
+TOP_LEVEL_FIELDS = frozenset(
+    {
+        "continue",
+        "stopReason",
+        "suppressOutput",
+        "systemMessage",
+        "terminalSequence",
+        "decision",
+        "reason",
+        "hookSpecificOutput",
+    }
+)
+# The hookSpecificOutput fields each event carries, besides hookEventName; an event missing
+# here carries none.
+SPECIFIC_FIELDS: dict[str, frozenset[str]] = {
+    "SessionStart": frozenset(
+        {"additionalContext", "initialUserMessage", "sessionTitle", "watchPaths", "reloadSkills"}
+    ),
+    "Setup": frozenset({"additionalContext"}),
+    "SubagentStart": frozenset({"additionalContext"}),
+    "UserPromptSubmit": frozenset({"additionalContext", "sessionTitle", "suppressOriginalPrompt"}),
+    "UserPromptExpansion": frozenset({"additionalContext"}),
+    "PreToolUse": frozenset(
+        {"permissionDecision", "permissionDecisionReason", "updatedInput", "additionalContext"}
+    ),
+    "PermissionRequest": frozenset({"decision"}),
+    "PermissionDenied": frozenset({"retry"}),
+    "PostToolUse": frozenset(
+        {"additionalContext", "updatedToolOutput", "updatedMCPToolOutput", "classifierContext"}
+    ),
+    "PostToolUseFailure": frozenset({"additionalContext"}),
+    "PostToolBatch": frozenset({"additionalContext"}),
+    "Stop": frozenset({"additionalContext"}),
+    "SubagentStop": frozenset({"additionalContext"}),
+    "WorktreeCreate": frozenset({"worktreePath"}),
+    "Elicitation": frozenset({"action", "content"}),
+    "ElicitationResult": frozenset({"action", "content"}),
+    "MessageDisplay": frozenset({"displayContent"}),
+    "CwdChanged": frozenset({"watchPaths"}),
+    "FileChanged": frozenset({"watchPaths"}),
+}
+# The fields of PermissionRequest's hookSpecificOutput.decision.
+PERMISSION_VERDICT_FIELDS = frozenset(
+    {"behavior", "updatedInput", "updatedPermissions", "message", "interrupt"}
+)
+_EVERY_SPECIFIC_FIELD = frozenset().union(*SPECIFIC_FIELDS.values())
+_KNOWN_EVENTS = frozenset(EVENT_NAMES)
 
 
 class OutputError(ValueError):
@@ -368,6 +423,76 @@ def _typed(key: str, value: Any, expected: type) -> Any:
     raise OutputError(f"{key} must be {'an object' if expected is dict else expected.__name__}")
 
 
+def parse_handler_output(event: str, data: dict[str, Any]) -> Output:
+    """Read a handler's own Claude Code JSON for ``event``, strictly.
+
+    Every key is checked against the event's output schema first (the top-level fields, the
+    ``hookSpecificOutput`` fields the event carries): an unknown or misplaced key raises
+    :class:`OutputError` naming it. Then the answer must be one the event can carry. Events
+    handler-kit does not know are not checked: their schema is the runtime's.
+    """
+    if event in _KNOWN_EVENTS:
+        check_output_fields(event, data)
+    out = parse_output(event, data)
+    out.check(event)
+    return out
+
+
+def check_output_fields(event: str, data: dict[str, Any]) -> None:
+    """Raise :class:`OutputError` for the first key of ``data`` that ``event``'s output schema
+    does not have, saying where it belongs when it belongs elsewhere."""
+    specific = SPECIFIC_FIELDS.get(event, frozenset())
+    places = {
+        **dict.fromkeys(specific, "hookSpecificOutput."),
+        **dict.fromkeys(TOP_LEVEL_FIELDS, ""),
+    }
+    for key in data:
+        if key in TOP_LEVEL_FIELDS:
+            continue
+        if key in specific:
+            raise OutputError(f"{key!r} belongs in hookSpecificOutput, not at the top level")
+        raise OutputError(
+            f"unknown top-level field {key!r}{_hint(key, places)}; "
+            f"the top level has {', '.join(sorted(TOP_LEVEL_FIELDS))}"
+        )
+    hso = data.get("hookSpecificOutput")
+    if not isinstance(hso, dict):
+        return  # parse_output says what is wrong with a value that is not an object
+    for key in hso:
+        if key == "hookEventName" or key in specific:
+            continue
+        if key in TOP_LEVEL_FIELDS:
+            raise OutputError(f"hookSpecificOutput.{key} belongs at the top level")
+        raise OutputError(
+            f"{event}'s hookSpecificOutput has no field {key!r}{_hint(key, places)}; it has "
+            f"{', '.join(['hookEventName', *sorted(specific)])}"
+        )
+    verdict = hso.get("decision")
+    if event == "PermissionRequest" and isinstance(verdict, dict):
+        for key in verdict:
+            if key not in PERMISSION_VERDICT_FIELDS:
+                fields = dict.fromkeys(PERMISSION_VERDICT_FIELDS, "")
+                raise OutputError(
+                    f"hookSpecificOutput.decision has no field {key!r}"
+                    f"{_did_you_mean(key, fields)}; it has "
+                    f"{', '.join(sorted(PERMISSION_VERDICT_FIELDS))}"
+                )
+
+
+def _hint(key: str, places: dict[str, str]) -> str:
+    if key in _EVERY_SPECIFIC_FIELD:
+        return " (a hookSpecificOutput field of other events)"
+    return _did_you_mean(key, places)
+
+
+def _did_you_mean(key: str, places: dict[str, str]) -> str:
+    """`` (did you mean 'x'?)`` for a known field close to ``key`` ({field: its prefix})."""
+    import difflib  # only on the way to an error
+
+    close = difflib.get_close_matches(key, sorted(places), n=1)
+    return f" (did you mean {places[close[0]] + close[0]!r}?)" if close else ""
+
+
 def normalize(event: str, value: Any) -> Output:
     """Turn a handler's return value into an :class:`Output` its event can carry.
 
@@ -384,9 +509,7 @@ def normalize(event: str, value: Any) -> Output:
         out.check(event)
         return out
     if isinstance(value, dict):
-        out = parse_output(event, value)
-        out.check(event)
-        return out
+        return parse_handler_output(event, value)
     raise OutputError(
         f"a handler returns None, a str, a helper's output or a dict, not {type(value).__name__}"
     )

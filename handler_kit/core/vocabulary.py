@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic_core import PydanticSerializationError, to_json
+from pydantic_core import PydanticSerializationError, from_json, to_json
 
 from handler_kit.core.events import HookEvent, model_for
 from handler_kit.core.matchers import compile_matcher
@@ -24,17 +24,32 @@ from handler_kit.core.outputs import Output
 DEFAULT_TIMEOUTS = {"SessionStart": 5.0}
 DEFAULT_TIMEOUT = 3.0
 TIMEOUT_MESSAGE = "handler did not answer in time"
+UNREADABLE_MESSAGE = "the hook input could not be read"
 LOOP_GUARDED_EVENTS = frozenset({"Stop", "SubagentStop"})
+# How deeply a value of a hook input (``tool_input``, ``tool_response``...) may nest objects
+# and arrays, the value itself being level 1 and the input around it not counted. Real values
+# nest a few levels, a dozen at most. It is the depth pydantic-core reads by itself when it
+# validates an input, so the hot path checks it for nothing; the standard library's parser,
+# used where pydantic-core refuses a body (lone surrogates), is held to the same limit, so an
+# input is readable on every path or on none.
+MAX_INPUT_DEPTH = 200
+# Sync handlers run on handler-kit's own threads: this many at most, and at most this many at
+# once for any one handler, so a handler stuck in a call holds a quarter of the pool, no more.
+DEFAULT_THREADS = 64
+DEFAULT_CALLS_PER_HANDLER = 16
 
 __all__ = [
+    "MAX_INPUT_DEPTH",
     "Answer",
     "AnswerObserver",
     "Handler",
     "HandlerWrapper",
+    "InputTooDeep",
     "Invocation",
     "Status",
     "dump_json",
     "fail_closed_notice",
+    "load_json",
     "one_line",
     "server_deadline",
 ]
@@ -133,9 +148,59 @@ def dump_json(value: Any) -> bytes:
         return json.dumps(value, separators=(",", ":")).encode()
 
 
+class InputTooDeep(ValueError):
+    """A hook input whose values nest deeper than :data:`MAX_INPUT_DEPTH`."""
+
+    def __init__(self) -> None:
+        super().__init__(f"nested deeper than {MAX_INPUT_DEPTH} levels")
+
+
+def load_json(body: bytes | str) -> Any:
+    """The one JSON decoding of hook inputs, nested at most :data:`MAX_INPUT_DEPTH` levels.
+
+    pydantic-core's parser first: about twice as fast as ``json.loads``, and it stops near the
+    depth limit by itself. What it refuses is read again by the standard library, which takes
+    the lone surrogate escapes (``"\\udc8f"``) runtimes do send, with the depth checked there:
+    that is the failure path, so the walk costs the hot path nothing. Raises
+    :class:`InputTooDeep`, or ``ValueError`` for anything that is not JSON.
+    """
+    try:
+        return from_json(body)
+    except ValueError:
+        pass
+    try:
+        value = json.loads(body)
+    except RecursionError:
+        raise InputTooDeep from None
+    if _deeper_than(value, MAX_INPUT_DEPTH + 1):  # + 1: the input around its values
+        raise InputTooDeep
+    return value
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests dicts and lists more than ``limit`` levels (without recursing)."""
+    if not isinstance(value, (dict, list)):
+        return False
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        for child in item.values() if isinstance(item, dict) else item:
+            if isinstance(child, (dict, list)):
+                stack.append((child, depth + 1))
+    return False
+
+
 def fail_closed_notice(invocation: Invocation) -> str:
     """The reason given when a fail-closed handler's failure decides the answer."""
-    what = "did not answer in time" if invocation.error == TIMEOUT_MESSAGE else "failed"
+    error = invocation.error or ""
+    if error == TIMEOUT_MESSAGE:
+        what = "did not answer in time"
+    elif error.startswith(UNREADABLE_MESSAGE):
+        what = "could not read the hook input"
+    else:
+        what = "failed"
     return (
         f"Blocked by policy: the check {invocation.handler.name!r} {what}, "
         "and it is configured to fail closed."

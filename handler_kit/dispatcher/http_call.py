@@ -5,7 +5,8 @@
   ``Content-Length`` or ``Host``);
 - a 2xx with a JSON object body is a result; a 2xx with an empty body is a no-op;
 - any other status, a redirect (never followed), a body over 1 MB, or a body that is not a JSON
-  object (or not a valid output) is a failure;
+  object is a failure, and so is an object with a field Runbear reads that it cannot read
+  (``answers.py``: the fields Runbear ignores are ignored whatever they hold);
 - only ``https`` and only a public address: the host is resolved and a private, loopback,
   link-local or otherwise non-global address is refused before connecting. The connection then
   goes to the address that was checked (with the original name for ``Host``, SNI and certificate
@@ -28,7 +29,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from handler_kit.core.outputs import Output, OutputError, parse_output
+from handler_kit.core.outputs import Output, OutputError
+from handler_kit.dispatcher.answers import read_answer
 from handler_kit.runbear.document import FORBIDDEN_HEADERS
 
 MAX_BODY_BYTES = 1024 * 1024
@@ -121,7 +123,7 @@ def read_body(event_name: str, body: bytes) -> Output | None:
         raise OutputError(f"the response body is not JSON ({exc})") from None
     if not isinstance(data, dict):
         raise OutputError(f"the response body is JSON but not an object ({type(data).__name__})")
-    return parse_output(event_name, data)
+    return read_answer(event_name, data)
 
 
 async def call_http(

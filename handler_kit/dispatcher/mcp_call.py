@@ -4,8 +4,9 @@
   keys the tool's input schema does not declare are dropped with a warning. The schema comes from
   one ``tools/list`` per server, cached for the dispatcher's life;
 - the tool's text content is read the way Claude Code reads a command hook's stdout: text whose
-  first non-blank character is ``{`` and that parses as a JSON object is a Claude Code output
-  (an invalid output in it is a failure); any other text is the context itself on SessionStart,
+  first non-blank character is ``{`` and that parses as a JSON object is a Claude Code output,
+  read as Runbear reads one (``answers.py``; a field it reads that it cannot read is a
+  failure, a field it ignores is ignored); any other text is the context itself on SessionStart,
   UserPromptSubmit and PostToolUse, and carries nothing on PreToolUse and Stop;
 - a result flagged ``isError``, a transport or protocol error, or an unknown tool is a failure.
 
@@ -24,7 +25,8 @@ import ssl
 from dataclasses import dataclass, field
 from typing import Any
 
-from handler_kit.core.outputs import Output, OutputError, parse_output
+from handler_kit.core.outputs import Output, OutputError
+from handler_kit.dispatcher.answers import read_answer
 from handler_kit.dispatcher.templates import keep_declared, render_input
 
 logger = logging.getLogger("handler_kit.dispatcher")
@@ -122,7 +124,7 @@ def read_tool_text(event_name: str, text: str) -> Output | None:
         except ValueError:
             data = None
         if isinstance(data, dict):
-            return parse_output(event_name, data)
+            return read_answer(event_name, data)
     if event_name in PLAIN_TEXT_CONTEXT_EVENTS:
         return Output(context=text)
     return None

@@ -10,6 +10,9 @@ with every violation at once::
 or, once the document is well formed, ``{"error": "unknown_mcp_server", ...}`` when an
 ``mcp_tool`` handler names a server that is not a Custom MCP integration on the agent.
 
+:meth:`HooksDocument.to_json` writes a document as PUT takes it, and with ``redacted=True`` as
+GET returns it (every http header value ``<redacted>``).
+
 Validation walks the raw JSON by hand rather than through pydantic's errors: PUT reports one
 issue per violated rule with a path a user can find in their file, and several rules (8 handlers
 per event, failClosed per event, forbidden headers, ``<redacted>``) span fields pydantic would
@@ -24,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from handler_kit.core.events import RUNBEAR_EVENTS
 from handler_kit.core.matchers import MatcherError, compile_matcher
@@ -57,7 +60,23 @@ StoredHeaders = Mapping[tuple[str, str], str]
 _STRICT = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
 
-class HttpHandler(BaseModel):
+class _FailClosedWhereSet(BaseModel):
+    """Writes a handler's ``failClosed`` only where it was set.
+
+    Runbear rejects the field on SessionStart, PostToolUse and Stop whatever its value, so a
+    default ``false`` written on every handler would make a valid document invalid.
+    """
+
+    @model_serializer(mode="wrap")
+    def _fail_closed_where_set(self, serialize: SerializerFunctionWrapHandler) -> Any:
+        data = serialize(self)
+        if "fail_closed" not in self.model_fields_set and isinstance(data, dict):
+            data.pop("failClosed", None)
+            data.pop("fail_closed", None)
+        return data
+
+
+class HttpHandler(_FailClosedWhereSet):
     """POSTs the hook input to ``url`` and reads a Claude Code JSON output from a 2xx."""
 
     model_config = _STRICT
@@ -68,7 +87,7 @@ class HttpHandler(BaseModel):
     fail_closed: bool = Field(False, alias="failClosed")
 
 
-class McpToolHandler(BaseModel):
+class McpToolHandler(_FailClosedWhereSet):
     """Calls ``tool`` on the agent's Custom MCP server ``server`` with a rendered ``input``."""
 
     model_config = _STRICT
@@ -101,9 +120,35 @@ class HooksDocument(BaseModel):
         """Every handler of ``event`` with its group, in document order across groups."""
         return [(group, h) for group in self.hooks.get(event, []) for h in group.hooks]
 
-    def to_json(self) -> dict[str, Any]:
-        """The document as Runbear stores it (aliases, no unset optional fields)."""
-        return self.model_dump(by_alias=True, exclude_none=True, exclude_defaults=False)
+    def to_json(self, *, redacted: bool = False) -> dict[str, Any]:
+        """The document as PUT takes it (aliases, no unset optional field, ``failClosed`` only
+        where it was set).
+
+        ``redacted=True``: as ``GET /v1/agents/{id}/hooks`` returns it, every http header
+        value shown as ``<redacted>`` (Runbear keeps the values in its vault and never returns
+        them). Sent back on PUT, each ``<redacted>`` keeps the value stored for that handler
+        URL and header name.
+        """
+        data = self.model_dump(by_alias=True, exclude_none=True, exclude_defaults=False)
+        if redacted:
+            for groups in data["hooks"].values():
+                for group in groups:
+                    for handler in group["hooks"]:
+                        if handler["type"] == "http":
+                            handler["headers"] = dict.fromkeys(handler["headers"], REDACTED)
+        return data
+
+    def stored_headers(self) -> dict[tuple[str, str], str]:
+        """The header values Runbear's vault holds for this document, keyed as
+        :func:`validate_document` takes them: (handler url, lower-cased header name)."""
+        return {
+            (handler.url, name.lower()): value
+            for groups in self.hooks.values()
+            for group in groups
+            for handler in group.hooks
+            if isinstance(handler, HttpHandler)
+            for name, value in handler.headers.items()
+        }
 
 
 def timeout_for(event: str, handler: HttpHandler | McpToolHandler) -> int:
@@ -410,17 +455,19 @@ def _check_handler(
             out["timeout"] = int(timeout)
     if "failClosed" in handler:
         value = handler["failClosed"]
-        if not isinstance(value, bool):
-            issues.append(
-                Issue(f"{path}.failClosed", f"must be a boolean, not {_type_name(value)}")
-            )
-        elif value and event not in FAIL_CLOSED_EVENTS:
+        if event not in FAIL_CLOSED_EVENTS:
+            # Rejected whatever its value, false included: the event always fails open.
             issues.append(
                 Issue(
                     f"{path}.failClosed",
-                    f"{event} cannot fail closed (it always fails open); failClosed is "
-                    "allowed on UserPromptSubmit and PreToolUse only",
+                    f"{event} cannot fail closed (it always fails open): failClosed is "
+                    "rejected there, false included, and allowed on UserPromptSubmit and "
+                    "PreToolUse only",
                 )
+            )
+        elif not isinstance(value, bool):
+            issues.append(
+                Issue(f"{path}.failClosed", f"must be a boolean, not {_type_name(value)}")
             )
     return out
 

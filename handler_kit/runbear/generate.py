@@ -16,7 +16,8 @@ A document Runbear would refuse is refused here, with every reason at once
 (:class:`GenerateError`): more than 8 handlers on one event, or a timeout over 10 s. Handlers of
 events Runbear does not run (Claude Code's other events) are left out with a warning, or refused
 with ``strict=True``: an app written for both runtimes should still produce a Runbear document.
-``failClosed`` is never emitted on SessionStart, PostToolUse or Stop (Runbear rejects it there).
+``failClosed`` is written only as ``true``, on a fail-closed handler of UserPromptSubmit or
+PreToolUse: Runbear rejects the field on SessionStart, PostToolUse and Stop, ``false`` included.
 """
 
 from __future__ import annotations

@@ -7,9 +7,15 @@ and validates the body together, the handler, one ``json.dumps``. Everything tha
 out once (handler table, error bodies, header lists) is worked out at start-up.
 
 Every bad input gets a JSON error body with a stable ``error`` code, never a traceback:
-400 (malformed JSON, not an object, validation failed, event header mismatch), 404 (unknown
-handler), 405 (wrong method), 413 (body over the cap), 500 (handler failed, no fail-closed
-policy). Authentication (401) happens before this, in :mod:`handler_kit.server.app`.
+400 (malformed JSON, nested too deep, not an object, validation failed, event header
+mismatch), 404 (unknown handler), 405 (wrong method), 413 (body over the cap), 500 (handler
+failed, no fail-closed policy). Authentication (401) happens before this, in
+:mod:`handler_kit.server.app`.
+
+One exception: a fail-closed handler's own route answers an input it cannot read (a 400 or
+413 above, but not an event mismatch) with the handler's safe decision, because a runtime
+proceeds on a 4xx and the gate would be open to whoever can shape its input. ``POST /hooks``
+keeps the error: there no single gate is responsible for the input.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from pydantic import ValidationError
 
 from handler_kit.core.app import HookApp
 from handler_kit.core.events import HookEvent, model_for
-from handler_kit.core.vocabulary import Handler
+from handler_kit.core.vocabulary import MAX_INPUT_DEPTH, Handler, InputTooDeep, load_json
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -141,10 +147,12 @@ def parse_hook_input(body: bytes, event_name: str | None) -> HookEvent:
             # as lone surrogate escapes ("\udc8f") seen in captured prompts: read the body the
             # slow way below before calling it malformed.
     try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        # RecursionError: a body of deeply nested arrays (well under the size cap) is as
-        # malformed as any other, not a 500 with a traceback in the log
+        data = load_json(body)
+    except InputTooDeep:
+        raise HTTPError(
+            400, "too_deep", f"the body is nested deeper than {MAX_INPUT_DEPTH} levels"
+        ) from None
+    except ValueError:
         raise HTTPError(400, "malformed_json", "the body is not valid JSON") from None
     if not isinstance(data, dict):
         raise HTTPError(400, "not_an_object", "the body must be a JSON object (a hook input)")
@@ -203,7 +211,7 @@ class Webhook:
         traceparent = headers.get(b"traceparent")
         length = headers.get(b"content-length")
         if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
-            raise _too_large(self.max_body_bytes)
+            return self.unreadable(handler, _too_large(self.max_body_bytes), scope)
         if event_header is None and self.require_event_header:
             raise HTTPError(
                 400, "missing_event_header", "the X-Runbear-Hook-Event header is required"
@@ -211,10 +219,13 @@ class Webhook:
         try:
             body = await read_body(receive, self.max_body_bytes)
         except BodyTooLarge:
-            raise _too_large(self.max_body_bytes) from None
+            return self.unreadable(handler, _too_large(self.max_body_bytes), scope)
 
         expected = handler.event if handler is not None else event_header
-        event = parse_hook_input(body, expected)
+        try:
+            event = parse_hook_input(body, expected)
+        except HTTPError as error:
+            return self.unreadable(handler, error, scope)
         name = event.hook_event_name
         if event_header is not None and name != event_header:
             raise HTTPError(
@@ -232,9 +243,7 @@ class Webhook:
                     f"handler {handler.name!r} handles {handler.event}, not {name}",
                 )
             handlers = [handler] if handler.matches(event.matcher_value()) else []
-        context: dict[str, Any] = {"principal": scope.get("handler_kit.principal")}
-        if traceparent is not None:
-            context["traceparent"] = traceparent.decode("latin-1")
+        context = _context(scope, traceparent)
         answer = await self.hook_app.answer(event, handlers, transport="webhook", context=context)
         if answer.failed:
             if answer.timed_out:
@@ -247,6 +256,31 @@ class Webhook:
             raise HTTPError(
                 500, "handler_failed", "the handler failed; see the server log"
             ) from None
+
+    def unreadable(self, handler: Handler | None, error: HTTPError, scope: Scope) -> bytes:
+        """The answer to an input the route's handler cannot read: the handler's safe
+        decision when it fails closed; otherwise ``error`` is raised as it is."""
+        if handler is None:
+            raise error
+        headers = scope.get("handler_kit.headers") or dict(scope["headers"])
+        answer = self.hook_app.answer_unreadable(
+            handler.event,
+            [handler],
+            f"{error.code}: {error.message}",
+            transport="webhook",
+            context=_context(scope, headers.get(b"traceparent")),
+        )
+        if answer is None:  # the handler does not fail closed
+            raise error
+        return answer.body
+
+
+def _context(scope: Scope, traceparent: bytes | None) -> dict[str, Any]:
+    """What observers (audit, metrics, tracing) get with a webhook answer."""
+    context: dict[str, Any] = {"principal": scope.get("handler_kit.principal")}
+    if traceparent is not None:
+        context["traceparent"] = traceparent.decode("latin-1")
+    return context
 
 
 def _too_large(limit: int) -> HTTPError:

@@ -2,7 +2,8 @@
 
 - :class:`HookClient` sends typed events to a HookApp in-process (through its real ASGI app,
   auth and all) or to a URL over real HTTP(S), and returns :class:`HookResult` objects that
-  read the answer the way a runtime would.
+  read the answer the way a runtime would. In process, an exception a handler raises is raised
+  in the test, as Starlette's ``TestClient`` raises the app's, rather than read as a 500.
 - :func:`running_server` serves a HookApp with real uvicorn on 127.0.0.1 (optionally HTTPS with
   a throw-away CA) in a background thread, for tests that must cross a real socket.
 """
@@ -11,13 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import dataclasses
+import difflib
 import json
 import secrets
 import socket
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,7 +33,9 @@ if TYPE_CHECKING:
 from handler_kit.config import ServerConfig
 from handler_kit.core.app import HookApp
 from handler_kit.core.events import HookEvent
+from handler_kit.core.names import EVENT_NAMES
 from handler_kit.core.outputs import Output, parse_output
+from handler_kit.core.vocabulary import Handler
 from handler_kit.server.app import HandlerKitASGI, create_asgi_app
 
 
@@ -69,7 +74,60 @@ class HookResult:
 def _event_dict(event: HookEvent | dict[str, Any]) -> dict[str, Any]:
     if isinstance(event, HookEvent):
         return event.model_dump(mode="json", exclude_none=True)
-    return dict(event)
+    data = dict(event)
+    name = data.get("hook_event_name")
+    if name is not None and name not in EVENT_NAMES:
+        # A server answers an event it has no handler for with {}: a misspelt name would
+        # read as "no opinion" and the test would pass without running a handler.
+        close = difflib.get_close_matches(str(name), EVENT_NAMES, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(
+            f"unknown hook_event_name {name!r}{hint}; the events are: {', '.join(EVENT_NAMES)}"
+        )
+    return data
+
+
+# The exceptions handlers raised while the in-process client's current request was answered.
+# A context variable, so concurrent requests (a client shared by threads) keep their own.
+_raised: contextvars.ContextVar[list[Exception] | None] = contextvars.ContextVar(
+    "handler_kit_testing_raised", default=None
+)
+
+
+async def _record_raised(
+    handler: Handler, event: HookEvent, call: Callable[[], Awaitable[Output]]
+) -> Output:
+    """A handler wrapper that notes what the handler raised and lets it go on to the failure
+    policy, so the server answers exactly what it answers a real client."""
+    try:
+        return await call()
+    except Exception as exc:
+        raised = _raised.get()
+        if raised is not None:
+            raised.append(exc)
+        raise
+
+
+class _RaiseHandlerExceptions:
+    """ASGI middleware of the in-process client: once the response is sent, re-raise the first
+    exception a handler raised while answering it. Starlette's ``TestClient`` then raises it in
+    the test, as it raises any exception that escapes the app."""
+
+    def __init__(self, app: HandlerKitASGI) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        raised: list[Exception] = []
+        token = _raised.set(raised)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            _raised.reset(token)
+        if raised:
+            raise raised[0]
 
 
 class HookClient:
@@ -84,8 +142,20 @@ class HookClient:
         self._closer = closer
 
     @classmethod
-    def for_app(cls, hook_app: HookApp, config: ServerConfig | None = None) -> HookClient:
-        """In-process, through the app's real ASGI stack (auth with a generated token)."""
+    def for_app(
+        cls,
+        hook_app: HookApp,
+        config: ServerConfig | None = None,
+        *,
+        raise_handler_exceptions: bool = True,
+    ) -> HookClient:
+        """In-process, through the app's real ASGI stack (auth with a generated token).
+
+        An exception a handler raises (an ``OutputError`` for an answer its event cannot
+        carry included) is raised by :meth:`send`, whatever the handler's failure policy, so a
+        crash never passes for an answer. The server's answer is unchanged; to assert on it
+        (the 500, or a fail-closed gate's deny), pass ``raise_handler_exceptions=False``.
+        """
         from starlette.testclient import TestClient
 
         token = secrets.token_urlsafe(24)
@@ -93,7 +163,13 @@ class HookClient:
             config = ServerConfig(tokens=[token])
         else:
             token = config.tokens[0] if config.tokens else token
-        test_client = TestClient(create_asgi_app(hook_app, config), base_url="http://127.0.0.1")
+        asgi: Any
+        if raise_handler_exceptions:
+            recording = hook_app.extended(wrappers=[_record_raised])
+            asgi = _RaiseHandlerExceptions(create_asgi_app(recording, config))
+        else:
+            asgi = create_asgi_app(hook_app, config)
+        test_client = TestClient(asgi, base_url="http://127.0.0.1")
         test_client.__enter__()  # runs the lifespan (MCP session manager, audit sinks)
         test_client.headers["Authorization"] = f"Bearer {token}"
         return cls(test_client, closer=test_client)
@@ -107,7 +183,11 @@ class HookClient:
         ca_file: str | Path | None = None,
         timeout: float = 15.0,
     ) -> HookClient:
-        """Over real HTTP(S) to a running server at ``url`` (its base, e.g. https://host)."""
+        """Over real HTTP(S) to a running server at ``url`` (its base, e.g. https://host).
+
+        A handler's exception stays in the server's process: :meth:`send` returns the answer
+        the server sent for it (a 500, or a fail-closed gate's safe decision).
+        """
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         verify: Any = _verify(ca_file)
         return cls(httpx.Client(base_url=url, headers=headers, verify=verify, timeout=timeout))
@@ -120,7 +200,12 @@ class HookClient:
         event_header: bool = True,
         headers: dict[str, str] | None = None,
     ) -> HookResult:
-        """POST ``event`` to ``/hooks`` (or ``/hooks/{handler}``) and read the answer."""
+        """POST ``event`` to ``/hooks`` (or ``/hooks/{handler}``) and read the answer.
+
+        Raises ``ValueError`` for a ``hook_event_name`` that is not an event (a server would
+        answer it ``{}``: no handler). In process, raises what a handler raised (see
+        :meth:`for_app`).
+        """
         data = _event_dict(event)
         name = str(data.get("hook_event_name", ""))
         request_headers = {"Content-Type": "application/json", **(headers or {})}

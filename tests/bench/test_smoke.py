@@ -33,7 +33,7 @@ def test_bench_quick_writes_every_row(tmp_path):
 
     result = json.loads((tmp_path / "latest.json").read_text())
     rows = result["rows"]
-    assert {*SERVER_ROWS, "command"} <= set(rows), sorted(rows)
+    assert {*SERVER_ROWS, "command", "forward"} <= set(rows), sorted(rows)
 
     for key in SERVER_ROWS:
         row = rows[key]
@@ -53,6 +53,11 @@ def test_bench_quick_writes_every_row(tmp_path):
         assert case["status"] == "ok", (name, case.get("reason"))
         assert case["runs"] >= 1 and case["median_ms"] > 0, (name, case)
 
+    forward = rows["forward"]["cases"]
+    assert set(forward) == {"bare", "forward"}
+    assert forward["forward"]["status"] == "ok", forward["forward"].get("reason")
+    assert forward["forward"]["runs"] >= 1 and forward["forward"]["median_ms"] > 0
+
     verdicts = {t["target"]: t["result"] for t in result["targets"]}
-    assert len(verdicts) == 4, verdicts
+    assert len(verdicts) == 5, verdicts
     assert set(verdicts.values()) <= {"PASS", "MISS", "N/A"}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -56,6 +57,26 @@ EXISTING: dict[str, Any] = {
     "someFutureKey": {"nested": [1, {"a": None}], "unicode": "café ✓"},
     "model": "opus",
 }
+
+
+# The interpreter every command entry names, quoted for a shell.
+PYTHON = shlex.quote(sys.executable)
+# handler names of tests.support.apps.command:app that are fail-closed gates
+GATES = {"refund_gate", "prompt_policy"}
+
+
+def command_line(target: str, handler: str) -> str:
+    """The command line installed for one handler, spelled out by hand."""
+    line = (
+        f'cd "$CLAUDE_PROJECT_DIR" && {PYTHON} -m handler_kit command {target} --handler {handler}'
+    )
+    if handler in GATES:
+        reason = (
+            f"Blocked by policy: the check {handler} could not run, and it is configured to "
+            "fail closed."
+        )
+        line += f" || {{ echo '{reason}' >&2; exit 2; }}"
+    return line
 
 
 def write_json(path: Path, data: Any, indent: int | str = 2) -> bytes:
@@ -128,7 +149,7 @@ def test_http_block_one_group_per_handler() -> None:
             "hooks": [
                 {
                     "type": "command",
-                    "command": f"handler-kit command {TARGET} --handler returns_policy",
+                    "command": command_line(TARGET, "returns_policy"),
                     "timeout": 6,
                 }
             ],
@@ -145,15 +166,17 @@ def test_command_block() -> None:
     for entry, handler in zip(entries, command_app.app.handlers, strict=True):
         assert entry == {
             "type": "command",
-            "command": f"handler-kit command {TARGET} --handler {handler.name}",
+            "command": command_line(TARGET, handler.name),
             "timeout": handler.timeout + 1,  # the process starts before the deadline does
         }
 
 
 def test_block_rejects_bad_options() -> None:
     app = command_app.app
-    with pytest.raises(ValueError, match="not both"):
+    with pytest.raises(ValueError, match="pass one of"):
         claude_code_hooks(app, TARGET, base_url=BASE, command=True)
+    with pytest.raises(ValueError, match="pass one of"):
+        claude_code_hooks(app, TARGET, base_url=BASE, via=BASE)
     for url in ("hooks.example.com", "ftp://x", "https://x/?a=1", "https://${HOST}"):
         with pytest.raises(ValueError):
             claude_code_hooks(app, TARGET, base_url=url)
@@ -169,6 +192,26 @@ def test_is_ours_only_matches_this_app() -> None:
     )
     assert not is_ours({"type": "command", "command": "handler-kit command other:app"}, TARGET)
     assert not is_ours({"type": "command", "command": f"echo handler-kit command {TARGET}"}, TARGET)
+    # the form install writes now: an absolute interpreter (quoted, spaces and all), from the
+    # project directory; and the forwarder, which names the app with --app
+    python = "'/home/dana/my refunds/.venv/bin/python'"
+    for command in (
+        f'cd "$CLAUDE_PROJECT_DIR" && {python} -m handler_kit command {TARGET} --handler x',
+        f"cd '/home/dana/my refunds' && {python} -m handler_kit command {TARGET} || exit 2",
+        f"{python} -m handler_kit command {TARGET} --handler x || {{ echo 'x' >&2; exit 2; }}",
+        f"{python} -m handler_kit forward https://h/hooks/x --app {TARGET} --fail-closed",
+        f"/usr/bin/python3 -m handler_kit forward https://h/hooks/x --app={TARGET}",
+    ):
+        assert is_ours({"type": "command", "command": command}, TARGET), command
+    for command in (
+        f"{python} -m handler_kit command other:app --handler x",
+        f"{python} -m handler_kit forward https://h/hooks/x --app other:app",
+        f"{python} -m handler_kit forward https://h/hooks/{TARGET}",
+        f"{python} -m other_tool command {TARGET}",
+        f"echo x && {python} -m handler_kit command {TARGET}",
+        f"cd '/unbalanced && {python} -m handler_kit command {TARGET}",
+    ):
+        assert not is_ours({"type": "command", "command": command}, TARGET), command
     assert is_ours({"type": "http", "url": "x", "headers": {APP_HEADER: TARGET}}, TARGET)
     assert not is_ours({"type": "http", "url": f"{BASE}/hooks/refund_gate"}, TARGET)
     assert not is_ours("not a dict", TARGET)
@@ -224,10 +267,7 @@ def test_reinstall_replaces_only_our_entries(tmp_path: Path) -> None:
     assert {entry["type"] for _, _, entry in ours(data)} == {"command"}
     assert len(ours(data)) == len(command_app.app.handlers)
     stop_commands = [e["command"] for g in data["hooks"]["Stop"] for e in g["hooks"]]
-    assert stop_commands == [
-        f"handler-kit command {TARGET} --handler cite_ticket",
-        "./after-stop.sh",
-    ]
+    assert stop_commands == [command_line(TARGET, "cite_ticket"), "./after-stop.sh"]
 
     smaller = HookApp("smaller")
 
@@ -265,7 +305,7 @@ def test_dry_run_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[st
     diff = capsys.readouterr().out
     assert diff.startswith(f"--- {settings}\n+++ {settings} (installed)\n")
     added = [line for line in diff.splitlines() if line.startswith("+")]
-    command = f'"command": "handler-kit command {TARGET} --handler refund_gate",'
+    command = json.dumps({"command": command_line(TARGET, "refund_gate")})[1:-1] + ","
     assert any(line.strip("+ ") == command for line in added)
     assert settings.read_bytes() == original
     assert sorted(p.name for p in tmp_path.iterdir()) == ["settings.json"]

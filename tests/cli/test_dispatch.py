@@ -318,3 +318,143 @@ def test_send_reports_a_failure_with_exit_1(tmp_path, scripted, dispatch_tls, ca
     assert printed["runtime"]["status"] == "failed"
     assert "redirect" in printed["runtime"]["error"]
     assert printed["response"]["status"] == 302
+
+
+def test_dispatch_reads_a_deny_beside_fields_runbear_ignores_whatever_their_type(
+    tmp_path: Path, scripted: ScriptServer, dispatch_tls
+) -> None:
+    ignored = {"suppressOutput": "yes", "systemMessage": 5, "continue": "no"}
+    gate = http(scripted.url("gate", body={**permission("deny", "Too much."), **ignored}))
+    unreadable = http(scripted.url("bad", body=permission(5)))
+    data = {"hooks": {"PreToolUse": [{"hooks": [gate, unreadable]}]}}
+    events = tmp_path / "events.jsonl"
+    events.write_text(json.dumps({"hook_event_name": "PreToolUse", "tool_name": "x"}) + "\n")
+    argv = ["--allow-private", "--ca-file", dispatch_tls.ca_file]
+    document = write(tmp_path / "hooks.json", data)
+    result = subprocess.run(
+        [
+            *handler_kit_command(),
+            "dispatch",
+            "--document",
+            document,
+            "--events",
+            str(events),
+            *argv,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    line = json.loads(result.stdout)
+    assert (line["decision"], line["reason"]) == ("deny", "Too much.")
+    # what Runbear reads, ill-typed, stays a failure
+    assert [h["status"] for h in line["handlers"]] == ["ok", "failed"]
+    assert "permissionDecision" in line["handlers"][1]["error"]
+
+    event = write(tmp_path / "event.json", {"hook_event_name": "PreToolUse", "tool_name": "x"})
+    result = subprocess.run(
+        [*handler_kit_command(), "send", gate["url"], "--event", event, *argv[1:]],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    runtime = json.loads(result.stdout)["runtime"]
+    assert runtime["reading"]["decision"] == "deny"
+    notes = " ".join(runtime["notes"])
+    assert (
+        "Accepted and ignored (Runbear does not read them): suppressOutput, systemMessage, continue"
+        in notes
+    )
+
+
+def test_validate_rejects_failclosed_false_included_on_events_that_always_fail_open(
+    tmp_path: Path,
+) -> None:
+    def handler(fail_closed: bool) -> dict[str, Any]:
+        return {"type": "http", "url": "https://h.example.com/", "failClosed": fail_closed}
+
+    events = ("SessionStart", "PostToolUse", "Stop")
+    data = {"hooks": {e: [{"hooks": [handler(False), handler(True)]}] for e in events}}
+    result = subprocess.run(
+        [*handler_kit_command(), "validate", write(tmp_path / "hooks.json", data)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1, result.stderr
+    printed = json.loads(result.stdout)
+    assert printed["error"] == "invalid_hooks"
+    assert [i["path"] for i in printed["issues"]] == [
+        f"hooks.{e}[0].hooks[{h}].failClosed" for e in events for h in (0, 1)
+    ]
+
+
+def test_validate_as_get_prints_the_document_with_every_header_value_redacted(
+    tmp_path: Path,
+) -> None:
+    gate = {
+        "type": "http",
+        "url": "https://hooks.example.com/runbear/tool-policy",
+        "headers": {"Authorization": "Bearer s3cret", "X-Tenant": "acme"},
+        "failClosed": True,
+    }
+    review = {"type": "mcp_tool", "server": "context-server", "tool": "review_reply"}
+    data = {
+        "hooks": {
+            "PreToolUse": [{"matcher": "issue_refund|delete_record", "hooks": [gate]}],
+            "Stop": [{"hooks": [review]}],
+        }
+    }
+    result = subprocess.run(
+        [*handler_kit_command(), "validate", write(tmp_path / "hooks.json", data), "--as-get"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "s3cret" not in result.stdout
+    shown = json.loads(result.stdout)
+    redacted = {"Authorization": "<redacted>", "X-Tenant": "<redacted>"}
+    assert shown == {
+        "hooks": {
+            "PreToolUse": [
+                {"matcher": "issue_refund|delete_record", "hooks": [{**gate, "headers": redacted}]}
+            ],
+            "Stop": [{"hooks": [{**review, "input": {}}]}],  # no failClosed where none was set
+        }
+    }
+
+
+@pytest.mark.parametrize(
+    ("matcher", "problem"),
+    [
+        ("(?<srv>mcp__crm__)\\w+", None),  # valid JavaScript: a named group
+        ("(?i)refund", "inline flags like (?i) are not JavaScript"),
+        ("(?P<srv>mcp__crm__)\\w+", "(?P<name>...) and (?P=name) are Python's spelling"),
+        ("refund\\Z", "\\Z is a literal 'Z' in JavaScript"),
+        ("refund.*+", "a possessive quantifier (*+, ++, ?+) is Python-only"),
+    ],
+)
+def test_validate_reads_matchers_as_javascript_regular_expressions(
+    tmp_path: Path, matcher: str, problem: str | None
+) -> None:
+    gate = {"type": "http", "url": "https://hooks.example.com/gate", "failClosed": True}
+    data = {"hooks": {"PreToolUse": [{"matcher": matcher, "hooks": [gate]}]}}
+    result = subprocess.run(
+        [*handler_kit_command(), "validate", write(tmp_path / "hooks.json", data)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if problem is None:
+        assert (result.returncode, result.stdout) == (0, '{"ok": true}\n'), result.stdout
+        return
+    assert result.returncode == 1, result.stderr
+    printed = json.loads(result.stdout)
+    assert printed["error"] == "invalid_hooks"
+    (issue,) = printed["issues"]
+    assert issue["path"] == "hooks.PreToolUse[0].matcher"
+    assert issue["message"].startswith(f"invalid matcher regular expression '{matcher}': ")
+    assert problem in issue["message"]

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from handler_kit.core.vocabulary import MAX_INPUT_DEPTH
 from tests.support.apps import COMMAND_APP, CRASHY_APP
 from tests.support.apps import command as hook_app
 from tests.support.payloads import PAYLOADS
@@ -182,11 +184,19 @@ def test_json_dialect(path: Path, payload_runs: dict[tuple[str, str], Run]) -> N
 
 @pytest.mark.parametrize("path", PAYLOAD_FILES, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_exit_code_dialect(path: Path, payload_runs: dict[tuple[str, str], Run]) -> None:
+    """The sandbox runtime's contract: exit 2 blocks a Pre tool use call and appends stderr to
+    a Post tool use result as feedback (context included); stdout is context where it is read
+    (Session start, and UserPromptSubmit as Claude Code reads it), dropped with a warning on
+    PreToolUse, where nothing reads it."""
     payload = json.loads(path.read_bytes())
     kind, value = expected(payload)
+    event = payload["hook_event_name"]
     result = payload_runs[(path.name, "exit-codes")]
-    if kind in ("deny", "block"):
+    if kind in ("deny", "block") or (kind == "context" and event == "PostToolUse"):
         assert (result.code, result.stdout, result.stderr) == (2, b"", value + "\n")
+    elif kind == "context" and event == "PreToolUse":
+        assert (result.code, result.stdout) == (0, b"")
+        assert "reads no context on PreToolUse; dropped" in result.stderr
     elif kind == "context":
         assert (result.code, result.stdout, result.stderr) == (0, value.encode(), "")
     else:
@@ -230,6 +240,26 @@ def test_refund_gate_decides_on_the_amount() -> None:
     assert (runs["only-other"].code, runs["only-other"].stdout) == (0, b"{}\n")
 
 
+def test_session_start_without_source_is_a_startup() -> None:
+    """Runbear's SessionStart carries no source ("always startup"): the app's
+    matcher="startup|resume" handler runs on it, as the whole app and as --handler."""
+    no_source = event_json(hook_event_name="SessionStart", session_id="t1", cwd="/srv")
+    runs = run_many(
+        {
+            "app": (["command", APP], no_source),
+            "handler": (["command", APP, "--handler", "returns_policy"], no_source),
+            "exit-codes": (["command", APP, "--exit-codes"], no_source),
+        }
+    )
+    policy = claude_json("SessionStart", "context", hook_app.RETURNS_POLICY)
+    for key in ("app", "handler"):
+        assert (runs[key].code, json.loads(runs[key].stdout)) == (0, policy), runs[key].stderr
+    assert (runs["exit-codes"].code, runs["exit-codes"].stdout) == (
+        0,
+        hook_app.RETURNS_POLICY.encode(),
+    )
+
+
 # -- errors -----------------------------------------------------------------------------------
 
 BAD_INPUTS = {
@@ -239,13 +269,14 @@ BAD_INPUTS = {
     "array": (b"[1, 2]", "must be a JSON object, not an array"),
     "no event name": (b'{"tool_name": "Bash"}', "no hook_event_name"),
     "event name not a string": (b'{"hook_event_name": 7}', "no hook_event_name"),
+    # (on PreToolUse, the app's fail-closed gate answers its deny instead: see below)
     "tool_name a number": (
-        b'{"hook_event_name": "PreToolUse", "tool_name": 5}',
-        "invalid PreToolUse input: tool_name",
+        b'{"hook_event_name": "PostToolUse", "tool_name": 5}',
+        "invalid PostToolUse input: tool_name",
     ),
     "tool_input a string": (
-        b'{"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": "ls"}',
-        "invalid PreToolUse input: tool_input",
+        b'{"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_input": "ls"}',
+        "invalid PostToolUse input: tool_input",
     ),
     "stop_hook_active a list": (
         b'{"hook_event_name": "Stop", "stop_hook_active": []}',
@@ -463,8 +494,198 @@ def test_stdout_is_the_answer_alone(crash_runs: dict[str, Run]) -> None:
     assert chatty.stdout == b'{"continue":false,"stopReason":"Maintenance window."}\n'
     assert "print() to stdout" in chatty.stderr
     assert "child process writing to fd 1" in chatty.stderr
+    # the sandbox runtime cannot stop the agent at session start: said, not blocked
     halted = crash_runs["chatty-exit"]
-    assert (halted.code, halted.stdout, halted.stderr) == (2, b"", "Maintenance window.\n")
+    assert (halted.code, halted.stdout) == (0, b"")
+    assert "cannot stop the agent at session start" in halted.stderr
+
+
+# -- inputs a gate cannot read ----------------------------------------------------------------
+
+UNREADABLE = (
+    "Blocked by policy: the check 'refund_gate' could not read the hook input, "
+    "and it is configured to fail closed."
+)
+
+
+def deep_refund(depth: int) -> bytes:
+    """An over-limit refund whose ``tool_input`` nests ``depth`` levels (itself level 1)."""
+    arrays = depth - 1
+    return (
+        '{"hook_event_name": "PreToolUse", "tool_name": "issue_refund", '
+        f'"tool_input": {{"amount": 640, "deep": {"[" * arrays}{"]" * arrays}}}}}'
+    ).encode()
+
+
+def test_the_runtimes_deep_input_is_the_gates_deny() -> None:
+    """About a thousand levels in two kilobytes: exit 1 here let the refund through, since
+    every runtime proceeds on it."""
+    deep = deep_refund(1000)
+    assert len(deep) < 2200
+    runs = run_many(
+        {
+            "handler": (["command", APP, "--handler", "refund_gate"], deep),
+            "app": (["command", APP], deep),  # the event name is still read, by a scan
+            "exit-codes": (["command", APP, "--handler", "refund_gate", "--exit-codes"], deep),
+        }
+    )
+    for key in ("handler", "app"):
+        assert runs[key].code == 0, runs[key]
+        assert json.loads(runs[key].stdout) == claude_json("PreToolUse", "deny", UNREADABLE)
+        assert (
+            "refund_gate could not read its PreToolUse input "
+            f"(hook input is nested deeper than {MAX_INPUT_DEPTH} levels)"
+        ) in runs[key].stderr
+    exit_codes = runs["exit-codes"]
+    assert (exit_codes.code, exit_codes.stdout, exit_codes.stderr) == (2, b"", UNREADABLE + "\n")
+
+
+UNREADABLE_INPUTS = {
+    "not JSON": (["--handler", "refund_gate"], b"refund please"),
+    "cut off": ([], b'{"session_id": "s", "hook_event_name": "PreToolUse", "tool_input": {"am'),
+    "not UTF-8": (["--handler", "refund_gate"], b'{"tool_input": {"note": "\xff"}}'),
+    "array": (["--handler", "refund_gate"], b"[]"),
+    "empty": (["--handler", "refund_gate"], b""),
+    "no event name": (["--handler", "refund_gate"], b'{"tool_name": "issue_refund"}'),
+    "wrong types": ([], b'{"hook_event_name": "PreToolUse", "tool_name": 5}'),
+}
+
+
+def test_any_input_a_fail_closed_gate_cannot_read_is_its_deny() -> None:
+    jobs = {
+        name: (["command", APP, *args], stdin) for name, (args, stdin) in UNREADABLE_INPUTS.items()
+    }
+    # a handler that does not fail closed keeps the non-blocking error
+    jobs["open handler"] = (["command", APP, "--handler", "no_npm"], b"refund please")
+    runs = run_many(jobs)
+    for name in UNREADABLE_INPUTS:
+        assert runs[name].code == 0, (name, runs[name])
+        deny = claude_json("PreToolUse", "deny", UNREADABLE)
+        assert json.loads(runs[name].stdout) == deny, name
+        assert "could not read its PreToolUse input" in runs[name].stderr, name
+    assert_one_line_error(runs["open handler"], "hook input is not JSON")
+
+
+def test_the_depth_limit_is_where_the_webhook_has_it() -> None:
+    """Nested to the limit, the input is read (the gate's own deny); one level more, not."""
+    runs = run_many(
+        {
+            "at": (["command", APP], deep_refund(MAX_INPUT_DEPTH)),
+            "over": (["command", APP], deep_refund(MAX_INPUT_DEPTH + 1)),
+        }
+    )
+    assert json.loads(runs["at"].stdout) == claude_json("PreToolUse", "deny", hook_app.REFUND_DENY)
+    assert json.loads(runs["over"].stdout) == claude_json("PreToolUse", "deny", UNREADABLE)
+
+
+# -- handlers that hold the process past their deadline ---------------------------------------
+
+BLOCKING_APP = """
+import threading, time
+
+import handler_kit.command.hook as hook
+from handler_kit import HookApp, allow, context
+
+app = HookApp("blocking")
+
+
+@app.pre_tool_use(matcher="sleeper", timeout=2, fail_closed=True)
+async def sleeping_gate(event):
+    time.sleep(30)  # a blocking call in an async handler: no deadline can interrupt it
+    return allow("late allow")
+
+
+@app.pre_tool_use(matcher="awaiter", timeout=2, fail_closed=True)
+async def awaiting_gate(event):
+    import asyncio
+
+    await asyncio.sleep(0)  # on an event loop, then blocking it
+    time.sleep(30)
+    return allow("late allow")
+
+
+@app.post_tool_use(timeout=2)
+async def sleeping_note(event):
+    time.sleep(30)
+    return context("late context")
+
+
+@app.pre_tool_use(matcher="racer", timeout=1, fail_closed=True)
+async def racing_gate(event):
+    # The fault: the handler returns just as the watchdog has written its answer, so both
+    # threads hold an answer at once. Once its answer is on stdout, the watchdog signals,
+    # then gives the main thread time to write its own, if it could, before it exits.
+    written = threading.Event()
+    write_stderr = hook._write_stderr
+
+    def watched_write_stderr(*args):
+        if threading.current_thread().name == "handler-kit-watchdog":
+            written.set()
+            time.sleep(1)
+        write_stderr(*args)
+
+    hook._write_stderr = watched_write_stderr
+    written.wait(20)
+    return allow("late allow")
+"""
+
+
+@pytest.fixture(scope="module")
+def blocking_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Run, float]]:
+    folder = tmp_path_factory.mktemp("blocking")
+    (folder / "blocking_hooks.py").write_text(BLOCKING_APP)
+
+    def timed(args: list[str], stdin: bytes) -> tuple[Run, float]:
+        started = time.monotonic()
+        result = run(["command", "blocking_hooks:app", *args], stdin, cwd=folder)
+        return result, time.monotonic() - started
+
+    jobs = {
+        "sleeper": ([], event_json(hook_event_name="PreToolUse", tool_name="sleeper")),
+        "awaiter": ([], event_json(hook_event_name="PreToolUse", tool_name="awaiter")),
+        "sleeper-exit": (
+            ["--exit-codes"],
+            event_json(hook_event_name="PreToolUse", tool_name="sleeper"),
+        ),
+        "note": ([], event_json(hook_event_name="PostToolUse", tool_name="Read")),
+        "racer": ([], event_json(hook_event_name="PreToolUse", tool_name="racer")),
+    }
+    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        futures = {key: pool.submit(timed, *job) for key, job in jobs.items()}
+        return {key: future.result() for key, future in futures.items()}
+
+
+def test_a_handler_holding_the_process_is_answered_at_its_deadline(
+    blocking_runs: dict[str, tuple[Run, float]],
+) -> None:
+    """The handlers block for 30 s against a 2 s timeout: the watchdog answers with the
+    failure policy and ends the process, long before the handler would have returned."""
+    late = "did not answer in time"
+    for key, name in (("sleeper", "sleeping_gate"), ("awaiter", "awaiting_gate")):
+        result, elapsed = blocking_runs[key]
+        assert result.code == 0, result
+        reason = fail_closed_reason(name, late)
+        assert json.loads(result.stdout) == claude_json("PreToolUse", "deny", reason)
+        assert f"{name} still running at the deadline" in result.stderr
+        assert elapsed < 20, elapsed
+    result, elapsed = blocking_runs["sleeper-exit"]
+    assert (result.code, result.stdout) == (2, b"")
+    assert result.stderr == fail_closed_reason("sleeping_gate", late) + "\n"
+    # fail open: the timeout failure, as for any other late handler
+    result, elapsed = blocking_runs["note"]
+    assert (result.code, result.stdout) == (1, b""), result
+    assert f"every handler failed on PostToolUse (sleeping_note: handler {late})" in result.stderr
+    assert elapsed < 20, elapsed
+
+
+def test_the_watchdog_and_a_late_answer_are_never_both_written(
+    blocking_runs: dict[str, tuple[Run, float]],
+) -> None:
+    result, _ = blocking_runs["racer"]
+    assert result.code == 0, result
+    assert result.stdout.count(b"\n") == 1  # one answer, the watchdog's
+    reason = fail_closed_reason("racing_gate", "did not answer in time")
+    assert json.loads(result.stdout) == claude_json("PreToolUse", "deny", reason)
 
 
 # -- start-up: nothing of the server stack, one event model -----------------------------------

@@ -11,6 +11,7 @@ import asyncio
 import logging
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -79,6 +80,52 @@ def test_sync_handler_off_the_servers_loop_over_real_http():
     assert result.decision == "allow" and result.reason == "sync"
     assert seen["sync"] != seen["loop"]
     assert seen["loop"] != threading.get_ident()  # the server's loop thread, not the test's
+
+
+def test_sync_handlers_run_on_the_apps_threads_a_few_calls_of_each_at_a_time():
+    """``calls_per_handler=1``: three calls of one handler at once take turns on the app's
+    own threads (not asyncio's default executor), each answered, none waiting past its
+    deadline; another handler is not held up by them."""
+    hooks = HookApp("limits", threads=2, calls_per_handler=1)
+    lock = threading.Lock()
+    running = {"now": 0, "most": 0}
+    names: set[str] = set()
+
+    @hooks.post_tool_use(matcher="serial", timeout=10)
+    def one_at_a_time(event):
+        with lock:
+            running["now"] += 1
+            running["most"] = max(running["most"], running["now"])
+            names.add(threading.current_thread().name)
+        time.sleep(0.2)  # long enough for the three calls to overlap, were they allowed to
+        with lock:
+            running["now"] -= 1
+        return context("done")
+
+    @hooks.pre_tool_use()
+    def other(event):
+        names.add(threading.current_thread().name)
+        return allow("other")
+
+    post = {"hook_event_name": "PostToolUse", "tool_name": "serial"}
+    with (
+        running_server(hooks) as server,
+        server.http(timeout=30) as http,
+        ThreadPoolExecutor(3) as pool,
+    ):
+        calls = [pool.submit(http.post, "/hooks", json=post) for _ in range(3)]
+        other_answer = http.post("/hooks", json=PRE)
+        answers = [call.result() for call in calls]
+    assert [a.status_code for a in answers] == [200, 200, 200]
+    assert running["most"] == 1
+    assert other_answer.json()["hookSpecificOutput"]["permissionDecisionReason"] == "other"
+    assert names and all(name.startswith("handler-kit-handler") for name in names)
+
+
+def test_thread_limits_must_be_positive():
+    for options in ({"threads": 0}, {"calls_per_handler": 0}):
+        with pytest.raises(ValueError, match="must be at least 1"):
+            HookApp("bad", **options)
 
 
 # -- concurrency ---------------------------------------------------------------------------

@@ -10,10 +10,13 @@ import pytest
 
 from handler_kit import Output, OutputError, allow, ask, block, context, deny, halt, rewrite
 from handler_kit.core.outputs import (
+    CONTEXT_EVENTS,
     CONTEXT_LIMIT,
+    SPECIFIC_FIELDS,
     TRUNCATION_MARKER,
     cap_context,
     normalize,
+    parse_handler_output,
     parse_output,
 )
 from tests.support.payloads import PAYLOADS, load, output_files
@@ -356,3 +359,113 @@ def test_corpus_outputs_mixing_shapes_keep_both():
     # the legacy block is refused where the event has no block at all
     with pytest.raises(OutputError):
         normalize("SessionStart", load(folder / "claude_docs_toplevel_decision_block_4.json"))
+
+
+# -- a handler's dict is checked against its event's output schema -----------------------------
+
+# event, dict a handler returns, the key the error names and what it says about it
+BAD_DICTS = [
+    (
+        "PreToolUse",
+        {"permissionDecision": "deny", "permissionDecisionReason": "no"},
+        "'permissionDecision' belongs in hookSpecificOutput, not at the top level",
+    ),
+    (
+        "PreToolUse",
+        hso("PreToolUse", permissionDecison="deny"),
+        "PreToolUse's hookSpecificOutput has no field 'permissionDecison' "
+        "(did you mean 'hookSpecificOutput.permissionDecision'?)",
+    ),
+    (
+        "UserPromptSubmit",
+        {"additionalContext": "Dana is on the Enterprise plan."},
+        "'additionalContext' belongs in hookSpecificOutput, not at the top level",
+    ),
+    (
+        "Notification",
+        {"additionalContext": "x"},
+        "unknown top-level field 'additionalContext' (a hookSpecificOutput field of other events)",
+    ),
+    (
+        "Stop",
+        {"decison": "block", "reason": "again"},
+        "unknown top-level field 'decison' (did you mean 'decision'?)",
+    ),
+    ("Stop", {"Continue": False}, "unknown top-level field 'Continue' (did you mean 'continue'?)"),
+    ("Stop", hso("Stop", decision="block"), "hookSpecificOutput.decision belongs at the top level"),
+    (
+        "PreToolUse",
+        hso("PreToolUse", updatedToolOutput={}),
+        "PreToolUse's hookSpecificOutput has no field 'updatedToolOutput' "
+        "(a hookSpecificOutput field of other events)",
+    ),
+    (
+        "SessionEnd",
+        hso("SessionEnd", additionalContext="x"),
+        "SessionEnd's hookSpecificOutput has no field 'additionalContext'",
+    ),
+    (
+        "PermissionRequest",
+        hso("PermissionRequest", decision={"behavior": "deny", "mesage": "no"}),
+        "hookSpecificOutput.decision has no field 'mesage' (did you mean 'message'?)",
+    ),
+]
+
+
+@pytest.mark.parametrize(("event", "value", "message"), BAD_DICTS)
+def test_a_dict_with_an_unknown_or_misplaced_key_is_an_output_error(event, value, message):
+    with pytest.raises(OutputError) as info:
+        normalize(event, value)
+    assert message in str(info.value)
+    with pytest.raises(OutputError):
+        parse_handler_output(event, value)
+
+
+def test_parse_output_stays_lenient_for_answers_read_from_other_servers():
+    """What a runtime reads from another server keeps unknown keys: only a handler's own
+    return value is strict."""
+    for event, value, _ in BAD_DICTS:
+        parse_output(event, value)  # no error
+    loose = parse_output("PreToolUse", {"permissionDecision": "deny", "weird": 1})
+    assert loose.decision is None and loose.extra == {"permissionDecision": "deny", "weird": 1}
+
+
+@pytest.mark.parametrize(
+    ("event", "value"),
+    [
+        ("Stop", {"continue": False, "stopReason": "s", "suppressOutput": True}),
+        ("Stop", {"systemMessage": "m", "terminalSequence": "\x07", "decision": "block"}),
+        ("SessionStart", hso("SessionStart", additionalContext="c", sessionTitle="t")),
+        (
+            "SessionStart",
+            hso("SessionStart", initialUserMessage="m", watchPaths=[], reloadSkills=True),
+        ),
+        ("UserPromptSubmit", hso("UserPromptSubmit", suppressOriginalPrompt=True)),
+        ("PostToolUse", hso("PostToolUse", updatedToolOutput={}, classifierContext="c")),
+        ("PostToolUse", hso("PostToolUse", updatedMCPToolOutput=[])),
+        ("PermissionDenied", hso("PermissionDenied", retry=True)),
+        ("WorktreeCreate", hso("WorktreeCreate", worktreePath="/tmp/w")),
+        ("Elicitation", hso("Elicitation", action="accept", content={})),
+        ("MessageDisplay", hso("MessageDisplay", displayContent="x")),
+        ("FileChanged", hso("FileChanged", watchPaths=["a"])),
+        ("CwdChanged", hso("CwdChanged", watchPaths=["a"])),
+        (
+            "PermissionRequest",
+            hso(
+                "PermissionRequest",
+                decision={"behavior": "deny", "message": "m", "interrupt": True},
+            ),
+        ),
+        ("SessionEnd", {"hookSpecificOutput": {"hookEventName": "SessionEnd"}}),
+        ("FutureEvent", {"anything": 1}),  # an event handler-kit does not know: not checked
+    ],
+)
+def test_every_field_of_the_schema_is_accepted(event, value):
+    normalize(event, value)
+
+
+def test_the_schema_agrees_with_what_helpers_write():
+    """The events whose hookSpecificOutput carries additionalContext are the ones context()
+    may be returned from."""
+    with_context = {e for e, fields in SPECIFIC_FIELDS.items() if "additionalContext" in fields}
+    assert with_context == CONTEXT_EVENTS

@@ -3,13 +3,17 @@ HTTP, stateless + JSON) mounted on Starlette and served by uvicorn over TLS on 1
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
 from handler_kit.core.merge import RUNBEAR_FAIL_CLOSED_NOTICE
 from handler_kit.dispatcher import Dispatcher, DocumentError, Thread
 from tests.support.dispatch import McpRecorder, block, context, document, http, mcp_tool, permission
+from tests.support.processes import serve_asgi
 
 SLACK = {
     "thread_id": "t1",
@@ -293,3 +297,94 @@ def test_http_and_mcp_tool_handlers_merge_in_document_order(scripted, dispatcher
     assert (outcome.decision, outcome.reason) == ("block", "Billing questions only.")
     outcome = dispatcher.dispatch_sync(PRE)
     assert (outcome.decision, outcome.updated_input) == ("deny", None)
+
+
+# -- answers read as Runbear reads them -------------------------------------------------------
+
+# What the tool of :func:`answering_server` returns, by name: JSON text, as a Claude Code hook
+# written for the CLI would print it.
+ANSWERS = {
+    "deny_beside_ignored": {
+        "continue": "no",
+        "suppressOutput": "yes",
+        "systemMessage": 5,
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": "Refunds over $500 need a human approver.",
+            "additionalContext": 5,
+        },
+    },
+    "block_beside_ignored": {
+        "decision": "block",
+        "reason": "Billing questions only.",
+        "stopReason": ["halt"],
+        "hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "updatedInput": "x"},
+    },
+    "ill_typed_decision": {
+        "hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": 5},
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def answering_server(dispatch_tls) -> Iterator[str]:
+    """An MCP server whose tool ``answer(name)`` returns ``ANSWERS[name]`` as JSON text (a
+    JSON-looking string cannot be passed through an argument: the SDK parses it)."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.transport_security import TransportSecuritySettings
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    server = MCPServer("answers", log_level="WARNING")
+
+    def answer(name: str) -> str:
+        """One canned Claude Code output."""
+        return json.dumps(ANSWERS[name])
+
+    server.add_tool(answer, structured_output=False)
+    mcp_asgi = server.streamable_http_app(
+        stateless_http=True,
+        json_response=True,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: object) -> AsyncIterator[None]:
+        async with server.session_manager.run():
+            yield
+
+    app = Starlette(routes=[Mount("/", app=mcp_asgi)], lifespan=lifespan)
+    with serve_asgi(app, dispatch_tls) as port:
+        yield f"https://127.0.0.1:{port}/mcp"
+
+
+def answer(name: str, **fields: object) -> dict[str, object]:
+    return mcp_tool("answer", input={"name": name}, **fields)
+
+
+def test_a_tool_answer_is_read_as_runbear_reads_it_ignoring_what_it_ignores(
+    dispatcher_for, answering_server: str
+) -> None:
+    servers = {"ctx": answering_server}
+    data = document("PreToolUse", answer("deny_beside_ignored"))
+    outcome = dispatcher_for(data, mcp_servers=servers).dispatch_sync(PRE)
+    assert outcome.statuses == ["ok"], outcome.handlers[0].error
+    assert (outcome.decision, outcome.reason) == (
+        "deny",
+        "Refunds over $500 need a human approver.",
+    )
+    data = document("UserPromptSubmit", answer("block_beside_ignored"))
+    outcome = dispatcher_for(data, mcp_servers=servers).dispatch_sync(PROMPT)
+    assert outcome.statuses == ["ok"], outcome.handlers[0].error
+    assert (outcome.decision, outcome.reason) == ("block", "Billing questions only.")
+
+
+def test_a_tool_answer_with_an_ill_typed_field_runbear_reads_is_a_failure(
+    dispatcher_for, answering_server: str
+) -> None:
+    data = document("PreToolUse", answer("ill_typed_decision", failClosed=True))
+    outcome = dispatcher_for(data, mcp_servers={"ctx": answering_server}).dispatch_sync(PRE)
+    assert outcome.statuses == ["failed"]
+    assert "permissionDecision" in outcome.handlers[0].error
+    assert (outcome.decision, outcome.reason) == ("deny", RUNBEAR_FAIL_CLOSED_NOTICE)

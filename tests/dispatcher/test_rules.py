@@ -430,6 +430,65 @@ def test_everything_else_in_the_output_is_accepted_and_ignored(scripted, dispatc
     assert (outcome.decision, outcome.additional_context) == (None, ["ctx"])
 
 
+# Fields Runbear accepts and ignores, each with a type Claude Code would refuse.
+ILL_TYPED_IGNORED = {
+    "suppressOutput": "yes",
+    "systemMessage": 5,
+    "continue": "no",
+    "stopReason": ["halt"],
+    "somethingNew": None,
+}
+
+
+def test_a_deny_beside_an_ill_typed_field_runbear_ignores_is_read(scripted, dispatcher_for) -> None:
+    answers = [
+        {**permission("deny", f"denied beside {key}"), key: value}
+        for key, value in ILL_TYPED_IGNORED.items()
+    ]
+    # Inside hookSpecificOutput too: context is not read on PreToolUse, and unknown keys never.
+    answers.append(permission("deny", "denied beside context", additionalContext=5))
+    answers.append(permission("deny", "denied beside a new key", sessionTitle=["x"]))
+    handlers = [http(scripted.url(f"a{i}", body=answer)) for i, answer in enumerate(answers)]
+    outcome = dispatcher_for(document("PreToolUse", *handlers)).dispatch_sync(PRE)
+    assert outcome.statuses == ["ok"] * len(answers), [h.error for h in outcome.handlers]
+    assert [h.output.decision for h in outcome.handlers if h.output] == ["deny"] * len(answers)
+    assert (outcome.decision, outcome.reason) == ("deny", "denied beside suppressOutput")
+
+
+def test_a_block_beside_ill_typed_fields_runbear_ignores_is_read(scripted, dispatcher_for) -> None:
+    for event, base in (("UserPromptSubmit", PROMPT), ("PostToolUse", POST), ("Stop", STOP)):
+        answer = {
+            **block("blocked"),
+            **ILL_TYPED_IGNORED,
+            # permissionDecision and updatedInput are read on PreToolUse only
+            "hookSpecificOutput": {"hookEventName": event, "permissionDecision": 5},
+        }
+        if event == "Stop":  # no context is read on Stop
+            answer["hookSpecificOutput"]["additionalContext"] = {"not": "text"}
+        data = document(event, http(scripted.url("b", body=answer)))
+        outcome = dispatcher_for(data).dispatch_sync({**base, "turn_id": event})
+        assert outcome.statuses == ["ok"], (event, outcome.handlers[0].error)
+        assert (outcome.decision, outcome.reason) == ("block", "blocked"), event
+
+
+def test_a_field_runbear_reads_with_the_wrong_type_is_a_failure(scripted, dispatcher_for) -> None:
+    cases: list[tuple[str, dict[str, Any], str]] = [
+        ("PreToolUse", permission(5), "permissionDecision"),
+        ("PreToolUse", permission("deny", 5), "permissionDecisionReason"),
+        ("PreToolUse", permission("allow", None, updatedInput="x"), "updatedInput"),
+        ("PreToolUse", {"decision": 5}, "decision"),
+        ("UserPromptSubmit", {"decision": "block", "reason": 5}, "reason"),
+        ("UserPromptSubmit", context("UserPromptSubmit", 5), "additionalContext"),
+        ("PostToolUse", {"hookSpecificOutput": "context"}, "hookSpecificOutput"),
+    ]
+    for event, answer, field in cases:
+        base = {"PreToolUse": PRE, "UserPromptSubmit": PROMPT, "PostToolUse": POST}[event]
+        data = document(event, http(scripted.url("bad", body=answer)))
+        outcome = dispatcher_for(data).dispatch_sync(base)
+        assert outcome.statuses == ["failed"], (event, answer)
+        assert field in outcome.handlers[0].error, (field, outcome.handlers[0].error)
+
+
 def test_a_context_string_over_10000_characters_is_truncated_with_a_marker(
     scripted, dispatcher_for
 ) -> None:

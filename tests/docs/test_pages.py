@@ -30,7 +30,12 @@ def _refund_gate_claude_code() -> Any:
 
     warnings: list[str] = []
     hooks = claude_code_hooks(
-        refund_gate.app, "example_servers.refund_gate:app", base_url=BASE, warn=warnings.append
+        refund_gate.app,
+        "example_servers.refund_gate:app",
+        base_url=BASE,
+        # command entries name the interpreter that runs handler-kit: the page shows a sample one
+        python="/home/dana/refunds/.venv/bin/python",
+        warn=warnings.append,
     )
     assert len(warnings) == 1  # SessionStart is written as a command hook, and says so
     return hooks

@@ -74,12 +74,32 @@ def test_amount_that_breaks_the_handler_is_denied_by_fail_closed(client):
     assert "fail closed" in result.reason
 
 
-@pytest.mark.parametrize("tool", ["orders__refund", "mcp__orders__refund"])
-def test_other_spellings_of_the_refund_tool(client, tool):
+@pytest.mark.parametrize(
+    "tool",
+    [
+        "orders_refund",  # Anthropic agents
+        "orders__refund",  # the sandbox runtime
+        "mcp__orders__refund",  # Claude Agent SDK agents, Claude Code
+        "orders_2_refund",  # the server renamed because its name was taken
+        "mcp__orders_2__refund",
+    ],
+)
+def test_every_runtime_spelling_of_the_refund_tool_is_gated(client, tool):
     assert client.send(refund(tool, amount=640)).json == REFUND_DENY
+    assert client.send(refund(tool, amount=40)).json == {}
 
 
-@pytest.mark.parametrize("tool", ["issue_refund_v2", "lookup_order", "refund"])
+@pytest.mark.parametrize(
+    "tool",
+    [
+        "issue_refund_v2",
+        "lookup_order",
+        "refund",
+        "orders_refund_status",
+        "orders_refunds",
+        "mcp__orders__refund_status",
+    ],
+)
 def test_other_tools_are_not_gated(client, tool):
     assert client.send(refund(tool, amount=10_000)).json == {}
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ from handler_kit.runbear.document import (
     DocumentError,
     HooksDocument,
     HttpHandler,
+    MatcherGroup,
     McpToolHandler,
     parse_document,
     timeout_for,
@@ -45,39 +47,42 @@ def paths(data: Any, **options: Any) -> list[str]:
     return [i["path"] for i in issues(data, **options)]
 
 
-def test_documents_from_the_spec_are_valid() -> None:
-    first = {
-        "hooks": {
-            "SessionStart": [
-                {
-                    "hooks": [
-                        {
-                            "type": "mcp_tool",
-                            "server": "context-server",
-                            "tool": "load_user_context",
-                            "input": {
-                                "slack_user_id": "${channel_user_id}",
-                                "first_user_message": "${prompt}",
-                            },
-                        }
-                    ]
-                }
-            ],
-            "UserPromptSubmit": [
-                {
-                    "hooks": [
-                        {
-                            "type": "http",
-                            "url": "https://hooks.example.com/runbear",
-                            "headers": {"Authorization": "Bearer …"},
-                            "timeout": 3,
-                            "failClosed": True,
-                        }
-                    ]
-                }
-            ],
-        }
+SPEC_DOCUMENT = {  # the reference's hooks document, as PUT takes it
+    "hooks": {
+        "SessionStart": [
+            {
+                "hooks": [
+                    {
+                        "type": "mcp_tool",
+                        "server": "context-server",
+                        "tool": "load_user_context",
+                        "input": {
+                            "slack_user_id": "${channel_user_id}",
+                            "first_user_message": "${prompt}",
+                        },
+                    }
+                ]
+            }
+        ],
+        "UserPromptSubmit": [
+            {
+                "hooks": [
+                    {
+                        "type": "http",
+                        "url": "https://hooks.example.com/runbear",
+                        "headers": {"Authorization": "Bearer …"},
+                        "timeout": 3,
+                        "failClosed": True,
+                    }
+                ]
+            }
+        ],
     }
+}
+
+
+def test_documents_from_the_spec_are_valid() -> None:
+    first = SPEC_DOCUMENT
     second = {
         "hooks": {
             "PreToolUse": [
@@ -123,6 +128,8 @@ def test_documents_from_the_spec_are_valid() -> None:
 
 def test_an_agent_without_hooks_has_an_empty_document() -> None:
     assert validate_document({"hooks": {}}).ok
+    # GET for an agent without hooks, in the reference's words
+    assert HooksDocument().to_json(redacted=True) == {"hooks": {}}
 
 
 def test_only_the_five_events_are_accepted() -> None:
@@ -185,12 +192,20 @@ def test_default_timeouts_are_5s_on_session_start_and_3s_elsewhere_at_most_10() 
     assert timeout_for("Stop", HttpHandler(url=URL, timeout=99)) == 10  # the 10 s ceiling
 
 
-def test_failclosed_is_rejected_on_session_start_post_tool_use_and_stop() -> None:
-    for event in ("SessionStart", "PostToolUse", "Stop"):
-        (issue,) = issues(doc(event, http(failClosed=True)))
-        assert issue["path"] == f"hooks.{event}[0].hooks[0].failClosed"
-        assert "fail closed" in issue["message"]
-    assert validate_document(doc("Stop", mcp(failClosed=False))).ok
+def test_failclosed_is_rejected_on_session_start_post_tool_use_and_stop_false_included() -> None:
+    events = ("SessionStart", "PostToolUse", "Stop")
+    data = {
+        "hooks": {
+            event: [{"hooks": [http(failClosed=True), mcp(failClosed=False), http()]}]
+            for event in events
+        }
+    }
+    found = issues(data)  # every violation at once: true and false, on each of the three
+    assert [i["path"] for i in found] == [
+        f"hooks.{event}[0].hooks[{h}].failClosed" for event in events for h in (0, 1)
+    ]
+    for issue in found:
+        assert "cannot fail closed" in issue["message"] and "false included" in issue["message"]
 
 
 def test_failclosed_is_accepted_on_user_prompt_submit_and_pre_tool_use() -> None:
@@ -333,3 +348,38 @@ def test_document_that_is_not_an_object_is_refused() -> None:
     assert paths([]) == [""]
     assert paths({}) == ["hooks"]
     assert paths({"hooks": []}) == ["hooks"]
+
+
+# -- writing a document back --------------------------------------------------------------
+
+
+def test_to_json_writes_failclosed_only_where_it_was_set() -> None:
+    data = doc("Stop", http(), mcp())
+    assert parse_document(data).to_json() == {
+        "hooks": {"Stop": [{"hooks": [{**http(), "headers": {}}, {**mcp(), "input": {}}]}]}
+    }
+    document = HooksDocument(hooks={"Stop": [MatcherGroup(hooks=[HttpHandler(url=URL)])]})
+    assert validate_document(document.to_json()).ok
+    kept = parse_document(doc("PreToolUse", http(failClosed=False), mcp(failClosed=True)))
+    ((_, off), (_, on)) = kept.handlers("PreToolUse")
+    assert (off.fail_closed, on.fail_closed) == (False, True)
+    assert [h.get("failClosed") for h in kept.to_json()["hooks"]["PreToolUse"][0]["hooks"]] == [
+        False,
+        True,
+    ]
+
+
+def test_get_shows_every_header_value_as_redacted() -> None:
+    document = parse_document(SPEC_DOCUMENT)
+    shown = document.to_json(redacted=True)
+    expected = json.loads(json.dumps(SPEC_DOCUMENT))
+    (handler,) = expected["hooks"]["UserPromptSubmit"][0]["hooks"]
+    handler["headers"] = {"Authorization": "<redacted>"}
+    assert shown == expected
+    assert "Bearer" not in json.dumps(shown)
+    assert document.to_json() == SPEC_DOCUMENT  # the document itself keeps its values
+    # Sent back on PUT, each <redacted> keeps the value stored for that URL and header name.
+    stored = document.stored_headers()
+    assert stored == {("https://hooks.example.com/runbear", "authorization"): "Bearer …"}
+    assert parse_document(shown, stored_headers=stored) == document
+    assert issues(shown)[0]["path"] == "hooks.UserPromptSubmit[0].hooks[0].headers.Authorization"

@@ -18,7 +18,7 @@ from example_servers import context_loader, refund_gate
 from handler_kit import HookApp, PostToolUse, PreToolUse, SessionStart, Stop, UserPromptSubmit
 from handler_kit.cli import main as cli_main
 from handler_kit.dispatcher import Dispatcher
-from handler_kit.runbear.document import validate_document
+from handler_kit.runbear.document import parse_document, validate_document
 from handler_kit.runbear.generate import (
     AUTHORIZATION_PLACEHOLDER,
     GenerateError,
@@ -335,3 +335,34 @@ def test_docs_example_is_what_the_command_prints() -> None:
     ).document
     assert shown == expected
     assert validate_document(shown, known_mcp_servers=["refund-gate"]).ok
+
+
+def test_a_generated_document_round_trips_through_hooks_document_into_the_dispatcher() -> None:
+    """A generated document, held as a HooksDocument, is what the dispatcher runs: no
+    ``failClosed`` where Runbear rejects it, whatever the model's defaults."""
+    with running_server(refund_gate.app, tokens=[TOKEN]) as server:
+        generated = runbear_document(refund_gate.app, base_url=server.url).document
+        generated = json.loads(
+            json.dumps(generated).replace(AUTHORIZATION_PLACEHOLDER, f"Bearer {TOKEN}")
+        )
+        document = parse_document(generated, allow_http=True)
+        written = document.to_json()
+        assert written == generated
+        for event in ("SessionStart", "PostToolUse", "Stop"):
+            assert all("failClosed" not in h for g in written["hooks"][event] for h in g["hooks"])
+        dispatcher = Dispatcher(document, allow_private=True)
+        outcomes = [dispatcher.dispatch_sync(event) for event in thread_events()]
+    assert [(o.event, o.decision) for o in outcomes] == [
+        ("SessionStart", None),
+        ("PreToolUse", "deny"),
+        ("PreToolUse", None),
+        ("PostToolUse", None),
+        ("Stop", "block"),
+        ("Stop", None),
+    ]
+    assert all(o.statuses == ["ok"] for o in outcomes)
+    # what GET shows of it: the token never comes back
+    shown = document.to_json(redacted=True)
+    assert {
+        h["headers"]["Authorization"] for g in shown["hooks"].values() for h in g[0]["hooks"]
+    } == {"<redacted>"}

@@ -4,6 +4,7 @@ and no token ever in the logs."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
@@ -13,6 +14,7 @@ import ssl
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -321,6 +323,74 @@ def test_jwks_url_with_caching(rsa_keys, refund_app: HookApp):
             for bad in (unknown_kid, other_key, no_kid, expired, alg_none, hs_confused):
                 assert_401(post(server, bad))
     finally:
+        jwks.close()
+
+
+class _StaticOrJWT:
+    """Static tokens for the load, JWTs for the request under test: the first JWT the server
+    sees makes it fetch the key set (a second fetch would wait out PyJWKClient's cooldown)."""
+
+    def __init__(self, static: StaticTokenAuth, jwt_auth: JWTAuth) -> None:
+        self.static = static
+        self.jwt = jwt_auth
+
+    async def authenticate(self, authorization: bytes | None) -> str:
+        try:
+            return self.static.check(authorization)
+        except AuthError:
+            return await self.jwt.authenticate(authorization)
+
+
+def test_jwks_fetch_does_not_wait_for_hung_handler_threads(rsa_keys):
+    """Sync handlers stuck in calls hold every thread they may, and async handlers stuck in
+    ``asyncio.to_thread`` every thread of asyncio's default executor; a token signed with a
+    key the server has not fetched yet is still accepted at once, its key fetched on a thread
+    of neither."""
+    release = threading.Event()
+    hung_app = HookApp("hung")
+
+    @hung_app.post_tool_use(matcher="sync", timeout=1)
+    def hung(event):
+        release.wait(60)  # a database call that stopped answering
+
+    @hung_app.post_tool_use(matcher="async", timeout=1)
+    async def hung_in_a_thread(event):
+        await asyncio.to_thread(release.wait, 60)  # the same, handed to a thread
+
+    jwk = jwt.algorithms.RSAAlgorithm.to_jwk(rsa_keys["private"].public_key(), as_dict=True)
+    jwk.update({"kid": "key-1", "use": "sig", "alg": "RS256"})
+    jwks = _JWKSServer({"keys": [jwk]})
+    auth = _StaticOrJWT(
+        StaticTokenAuth([TOKEN_A]),
+        JWTAuth(algorithms=["RS256"], jwks_url=jwks.url, audience=AUDIENCE),
+    )
+    try:
+        with running_server(hung_app, config=ServerConfig(auth=auth)) as server:
+            try:
+
+                def hang(tool: str) -> int:
+                    with httpx.Client(base_url=server.url, timeout=30) as http:
+                        body = {"hook_event_name": "PostToolUse", "tool_name": tool}
+                        headers = {"Authorization": f"Bearer {TOKEN_A}"}
+                        return http.post("/hooks", json=body, headers=headers).status_code
+
+                # more than asyncio's default executor has threads on any machine, of each
+                tools = ["sync", "async"] * 40
+                with ThreadPoolExecutor(len(tools)) as pool:
+                    assert list(pool.map(hang, tools)) == [500] * len(tools)
+                assert jwks.hits == 0
+
+                fresh = jwt.encode(claims(), rsa_keys["private"], "RS256", headers={"kid": "key-1"})
+                with httpx.Client(base_url=server.url, timeout=10) as http:
+                    headers = {"Authorization": f"Bearer {fresh}", "X-Runbear-Hook-Event": "Stop"}
+                    stop = {"hook_event_name": "Stop"}
+                    response = http.post("/hooks", json=stop, headers=headers)
+                assert (response.status_code, response.json()) == (200, {})
+                assert jwks.hits == 1
+            finally:
+                release.set()  # before the server stops: it waits for its threads
+    finally:
+        release.set()
         jwks.close()
 
 

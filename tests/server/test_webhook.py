@@ -6,17 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import ssl
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
 import pytest
 
-from handler_kit import HookApp, block, context, deny, rewrite
+from handler_kit import HookApp, allow, block, context, deny, rewrite
 from handler_kit.config import DEFAULT_MAX_BODY_BYTES, ServerConfig
-from handler_kit.core.vocabulary import server_deadline
+from handler_kit.core.vocabulary import DEFAULT_CALLS_PER_HANDLER, MAX_INPUT_DEPTH, server_deadline
 from handler_kit.testing import running_server
 from tests.support.http import error_body
 
@@ -78,7 +81,8 @@ def wrong_helper_expansion(event):
 
 @hooks.post_tool_use(matcher="weird_tool")
 def unserializable(event):
-    return {"hookSpecificOutput": {"additionalContext": "x", "weird": object()}}
+    # a field PostToolUse has, holding a value JSON cannot carry
+    return {"hookSpecificOutput": {"additionalContext": "x", "updatedToolOutput": object()}}
 
 
 @hooks.user_prompt_submit()
@@ -202,16 +206,17 @@ MATRIX = [
     # (id, path, body bytes, extra headers, status, error code)
     ("malformed-json", "/hooks", b'{"hook_event_name": "PreToolUse",', {}, 400, "malformed_json"),
     ("malformed-json-hdr", "/hooks", b'{"hook_event_name": ', HEADER, 400, "malformed_json"),
-    ("malformed-json-named", "/hooks/gate", b"{nope}", {}, 400, "malformed_json"),
+    ("malformed-json-named", "/hooks/named_only", b"{nope}", {}, 400, "malformed_json"),
     ("empty-body", "/hooks", b"", {}, 400, "malformed_json"),
     ("empty-body-hdr", "/hooks", b"", HEADER, 400, "malformed_json"),
     ("not-utf8", "/hooks", b'{"hook_event_name": "\xff"}', {}, 400, "malformed_json"),
     ("not-utf8-hdr", "/hooks", b'{"hook_event_name": "\xff"}', HEADER, 400, "malformed_json"),
-    ("deeply-nested", "/hooks", NESTED, {}, 400, "malformed_json"),
-    ("deeply-nested-hdr", "/hooks", NESTED, HEADER, 400, "malformed_json"),
+    ("deeply-nested", "/hooks", NESTED, {}, 400, "too_deep"),
+    ("deeply-nested-hdr", "/hooks", NESTED, HEADER, 400, "too_deep"),
+    ("deeply-nested-named", "/hooks/named_only", NESTED, {}, 400, "too_deep"),
     ("json-array", "/hooks", b'[{"hook_event_name": "PreToolUse"}]', {}, 400, "not_an_object"),
     ("json-array-hdr", "/hooks", b"[1, 2]", HEADER, 400, "not_an_object"),
-    ("json-array-named", "/hooks/gate", b"[]", {}, 400, "not_an_object"),
+    ("json-array-named", "/hooks/named_only", b"[]", {}, 400, "not_an_object"),
     ("json-string", "/hooks", b'"PreToolUse"', {}, 400, "not_an_object"),
     ("json-null-hdr", "/hooks", b"null", HEADER, 400, "not_an_object"),
     (
@@ -232,7 +237,7 @@ MATRIX = [
     ),
     (
         "wrong-types-named",
-        "/hooks/gate",
+        "/hooks/named_only",
         json.dumps({"hook_event_name": "PreToolUse", "tool_use_id": ["a"]}).encode(),
         {},
         400,
@@ -474,6 +479,187 @@ def test_several_handlers_merge_over_http(http):
     assert response.json() == {
         "hookSpecificOutput": {"hookEventName": "Stop", "additionalContext": "reply checked"}
     }
+
+
+# -- inputs a gate cannot read ---------------------------------------------------------------
+
+UNREADABLE = "Blocked by policy: the check 'gate' could not read the hook input"
+
+
+def deep_pre(depth: int, *, surrogate: bool = False) -> bytes:
+    """An over-limit refund whose ``tool_input`` nests ``depth`` levels (itself level 1, then
+    arrays); with a lone surrogate escape, a body pydantic-core refuses and the standard
+    library reads."""
+    arrays = depth - 1
+    note = ', "note": "caf\\udc8f"' if surrogate else ""
+    return (
+        '{"hook_event_name": "PreToolUse", "tool_name": "issue_refund", '
+        f'"tool_input": {{"amount": 640, "deep": {"[" * arrays}{"]" * arrays}}}{note}}}'
+    ).encode()
+
+
+def assert_unreadable_deny(response: httpx.Response) -> None:
+    assert response.status_code == 200, response.text
+    out = response.json()["hookSpecificOutput"]
+    assert out["permissionDecision"] == "deny"
+    assert out["permissionDecisionReason"].startswith(UNREADABLE)
+
+
+def test_the_runtimes_deep_input_is_the_gates_deny_on_its_route(http, caplog):
+    """About a thousand levels in two kilobytes: a 400 here let the refund through, since a
+    runtime proceeds on any 4xx."""
+    body = deep_pre(1000)
+    assert len(body) < 2200
+    with caplog.at_level(logging.WARNING, logger="handler_kit"):
+        response = http.post("/hooks/gate", content=body, headers=HEADER)
+    assert_unreadable_deny(response)
+    assert "gate could not read its PreToolUse input (too_deep:" in caplog.text
+    # /hooks: no single gate answers for the input, so it stays a bad request
+    error_body(http.post("/hooks", content=body, headers=HEADER), 400, "too_deep")
+    error_body(http.post("/hooks", content=body), 400, "too_deep")
+    # readable, but not the gate's event: a misrouted call, not an unreadable input
+    response = http.post("/hooks/gate", json={"hook_event_name": "Stop"})
+    error_body(response, 400, "event_mismatch")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param(b'{"hook_event_name": "PreToolUse", "tool_name": "issue_refund",', id="json"),
+        pytest.param(
+            b'{"hook_event_name": "PreToolUse", "tool_input": {"amount": "\xff"}}', id="utf8"
+        ),
+        pytest.param(b"[]", id="array"),
+        pytest.param(b"", id="empty"),
+        pytest.param(json.dumps({**pre(), "tool_name": 5}).encode(), id="types"),
+        pytest.param(json.dumps({**pre(), "hook_event_name": None}).encode(), id="no-name"),
+    ],
+)
+def test_any_input_a_gate_cannot_read_is_its_deny_on_its_route(http, body):
+    for headers in (HEADER, {}):
+        assert_unreadable_deny(http.post("/hooks/gate", content=body, headers=headers))
+    # a handler that does not fail closed keeps the 400
+    assert http.post("/hooks/named_only", content=body).status_code == 400
+
+
+def test_a_body_over_the_cap_is_the_gates_deny_on_its_route(strict_server):
+    """A tool input padded past the cap must not be a way around the gate."""
+    with client_for(strict_server) as http:
+        assert_unreadable_deny(http.post("/hooks/gate", content=padded_event(5000), headers=HEADER))
+        chunked = iter([padded_event(5000)[:2500], padded_event(5000)[2500:]])
+        assert_unreadable_deny(http.post("/hooks/gate", content=chunked, headers=HEADER))
+        response = http.post("/hooks/named_only", content=padded_event(5000), headers=HEADER)
+        error_body(response, 413, "body_too_large")
+
+
+@pytest.mark.parametrize("surrogate", [False, True], ids=["pydantic-core", "stdlib"])
+def test_the_depth_limit_is_the_same_on_every_parser(http, surrogate):
+    """Nested to the limit, an input is read (the gate's own deny); one level more, it is not,
+    whichever parser reads it."""
+    at_limit = http.post("/hooks/gate", content=deep_pre(MAX_INPUT_DEPTH, surrogate=surrogate))
+    assert (at_limit.status_code, at_limit.json()) == (200, DENY_640)
+    over = deep_pre(MAX_INPUT_DEPTH + 1, surrogate=surrogate)
+    assert_unreadable_deny(http.post("/hooks/gate", content=over))
+    assert http.post("/hooks", content=deep_pre(MAX_INPUT_DEPTH, surrogate=surrogate)).json() == (
+        DENY_640
+    )
+    for headers in (HEADER, {}):
+        error_body(http.post("/hooks", content=over, headers=headers), 400, "too_deep")
+
+
+# -- async handlers that hold the event loop ----------------------------------------------------
+
+BLOCKING_TIMEOUT = 1.0
+BLOCKED_FOR = 2 * BLOCKING_TIMEOUT  # always well past the deadline, however slow the machine
+
+blocking = HookApp("blocking")
+
+
+@blocking.pre_tool_use(matcher="refund", timeout=BLOCKING_TIMEOUT, fail_closed=True)
+async def sleeps_in_gate(event):
+    time.sleep(BLOCKED_FOR)  # the mistake: a blocking call in an async handler
+    return allow("late allow")
+
+
+@blocking.pre_tool_use(matcher="awaits_then_sleeps", timeout=BLOCKING_TIMEOUT, fail_closed=True)
+async def awaits_then_sleeps(event):
+    await asyncio.sleep(0)
+    time.sleep(BLOCKED_FOR)
+    return allow("late allow")
+
+
+@blocking.post_tool_use(timeout=BLOCKING_TIMEOUT)
+async def sleeps_in_note(event):
+    time.sleep(BLOCKED_FOR)
+    return context("late context")
+
+
+def test_an_async_handler_that_blocks_the_loop_never_sends_its_late_answer(caplog):
+    with (
+        running_server(blocking) as server,
+        server.http(timeout=30) as http,
+        caplog.at_level(logging.WARNING, logger="handler_kit"),
+    ):
+        denied = [
+            http.post("/hooks/sleeps_in_gate", json=pre("refund")),
+            http.post("/hooks", json=pre("awaits_then_sleeps")),
+        ]
+        note = http.post("/hooks", json={"hook_event_name": "PostToolUse", "tool_name": "R"})
+    for response in denied:
+        assert response.status_code == 200, response.text
+        out = response.json()["hookSpecificOutput"]
+        assert out["permissionDecision"] == "deny"
+        assert "did not answer in time" in out["permissionDecisionReason"]
+    # fail open: the timeout failure, as for any other late handler
+    error_body(note, 500, "handler_timeout")
+    for name in ("sleeps_in_gate", "awaits_then_sleeps", "sleeps_in_note"):
+        assert f"{name} blocked the event loop" in caplog.text
+
+
+# -- sync handlers: handler-kit's own threads -------------------------------------------------
+
+GATE_DENY = "Refunds need a human approver today."
+
+
+def test_hung_sync_handlers_leave_threads_for_every_other_handler():
+    """More hung calls of one handler than asyncio's default executor has threads, and than
+    the handler's own limit: each call over the limit waits for its deadline, then fails as
+    any timeout does, and a fast sync gate still answers its own deny."""
+    release = threading.Event()
+    started: list[int] = []
+    lock = threading.Lock()
+    threaded = HookApp("threads")
+
+    @threaded.post_tool_use(matcher="hung", timeout=1)
+    def hung(event):
+        with lock:
+            started.append(1)
+        release.wait(60)  # a call that never returns in time (a database that stopped)
+
+    @threaded.pre_tool_use(matcher="issue_refund", fail_closed=True)
+    def sync_gate(event):
+        return deny(GATE_DENY)
+
+    hung_calls = 40  # more than asyncio's default executor has threads on any machine
+    try:
+        with running_server(threaded) as server:
+
+            def call(_: int) -> int:
+                with server.http(timeout=30) as http:
+                    post = {"hook_event_name": "PostToolUse", "tool_name": "hung"}
+                    return http.post("/hooks", json=post).status_code
+
+            with ThreadPoolExecutor(hung_calls) as pool:
+                statuses = list(pool.map(call, range(hung_calls)))
+            assert statuses == [500] * hung_calls  # each answered at its deadline
+            assert len(started) == DEFAULT_CALLS_PER_HANDLER  # the rest never took a thread
+            with server.http(timeout=30) as http:
+                response = http.post("/hooks", json=pre("issue_refund"))
+            assert response.status_code == 200, response.text
+            out = response.json()["hookSpecificOutput"]
+            assert out["permissionDecisionReason"] == GATE_DENY
+    finally:
+        release.set()
 
 
 # -- TLS -----------------------------------------------------------------------------------

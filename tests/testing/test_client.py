@@ -3,13 +3,24 @@ the same answers, typed."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from handler_kit import HookApp, PreToolUse, Stop, UserPromptSubmit, block, rewrite
+from handler_kit import (
+    HookApp,
+    PostToolUse,
+    PreToolUse,
+    Stop,
+    UserPromptSubmit,
+    block,
+    deny,
+    rewrite,
+)
 from handler_kit.config import ServerConfig
+from handler_kit.core.outputs import OutputError
 from handler_kit.testing import HookClient, HookResult, running_server
 
 hooks = HookApp("client-tests")
@@ -49,10 +60,12 @@ EVENTS: list[tuple[dict[str, Any] | Any, str | None]] = [
 
 @pytest.fixture(scope="module")
 def clients() -> Iterator[tuple[HookClient, HookClient]]:
+    """Both modes, compared answer for answer: the in-process one reads a crash as the 500 the
+    server sends, as the URL one must, rather than raising it."""
     with (
         running_server(hooks, tls=True) as server,
         server.client() as over_https,
-        HookClient.for_app(hooks) as in_process,
+        HookClient.for_app(hooks, raise_handler_exceptions=False) as in_process,
     ):
         yield in_process, over_https
 
@@ -136,3 +149,101 @@ def test_for_url_with_a_wrong_token_sees_401():
         result = c.send(EVENTS[0][0])
         assert result.status_code == 401 and result.json["error"] == "unauthorized"
         assert result.output is None
+
+
+# -- crashes and misspelt events --------------------------------------------------------------
+
+crashing = HookApp("crashing")
+both_in_flight = threading.Barrier(2, timeout=10)
+
+
+@crashing.post_tool_use(matcher="boom")
+def crashes(event: PostToolUse):
+    raise RuntimeError("the audit store is down")
+
+
+@crashing.pre_tool_use(matcher="issue_refund", fail_closed=True)
+async def refund_gate(event: PreToolUse):
+    raise KeyError("amount")
+
+
+@crashing.stop()
+def wrong_answer(event: Stop):
+    return deny("Stop cannot carry a deny")
+
+
+@crashing.post_tool_use(matcher="together_ok|together_boom")
+def together(event: PostToolUse):
+    both_in_flight.wait()  # the two requests of the concurrency test are answered at once
+    if event.tool_name == "together_boom":
+        raise RuntimeError("only mine")
+    return "fine"
+
+
+POST_BOOM = {"hook_event_name": "PostToolUse", "tool_name": "boom"}
+REFUND = {"hook_event_name": "PreToolUse", "tool_name": "issue_refund", "tool_input": {}}
+
+
+def test_in_process_a_handler_exception_is_raised_in_the_test() -> None:
+    with HookClient.for_app(crashing) as client:
+        with pytest.raises(RuntimeError, match="the audit store is down"):
+            client.send(POST_BOOM)
+        # whatever the failure policy: a fail-closed gate's crash is still a crash
+        with pytest.raises(KeyError, match="amount"):
+            client.send(REFUND)
+        with pytest.raises(OutputError, match="Stop"):
+            client.send({"hook_event_name": "Stop"})
+        # the client goes on working, and an answer that is not a crash is read as before
+        assert client.send({**POST_BOOM, "tool_name": "other"}).no_opinion
+
+
+def test_raise_handler_exceptions_false_reads_the_answer_the_server_sends() -> None:
+    with (
+        HookClient.for_app(crashing, raise_handler_exceptions=False) as in_process,
+        running_server(crashing) as server,
+        HookClient.for_url(server.url, token=server.token) as over_http,
+    ):
+        for client in (in_process, over_http):  # the server's answers are the same for both
+            failed = client.send(POST_BOOM)
+            assert failed.status_code == 500 and failed.json["error"] == "handler_failed"
+            gate = client.send(REFUND)
+            assert gate.decision == "deny" and "configured to fail closed" in (gate.reason or "")
+
+
+def test_a_handler_exception_is_raised_for_its_own_request_only() -> None:
+    """Two threads share one client: the crash is raised in the thread whose request hit it."""
+    outcomes: dict[str, object] = {}
+
+    def send(tool_name: str) -> None:
+        try:
+            outcomes[tool_name] = client.send({**POST_BOOM, "tool_name": tool_name}).context
+        except Exception as exc:
+            outcomes[tool_name] = exc
+
+    with HookClient.for_app(crashing) as client:
+        threads = [
+            threading.Thread(target=send, args=(n,)) for n in ("together_ok", "together_boom")
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+    assert outcomes["together_ok"] == "fine"
+    assert isinstance(outcomes["together_boom"], RuntimeError)
+    assert str(outcomes["together_boom"]) == "only mine"
+
+
+def test_an_unknown_event_name_is_a_value_error_naming_it_and_the_events() -> None:
+    with (
+        HookClient.for_app(crashing) as in_process,
+        running_server(crashing) as server,
+        HookClient.for_url(server.url, token=server.token) as over_http,
+    ):
+        for client in (in_process, over_http):
+            with pytest.raises(ValueError) as caught:
+                client.send({"hook_event_name": "PreToolUsee", "tool_name": "issue_refund"})
+            message = str(caught.value)
+            assert "'PreToolUsee'" in message and "did you mean 'PreToolUse'" in message
+            assert "SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, Stop" in message
+            # no name at all is the server's to refuse, loudly
+            assert client.send({"tool_name": "x"}).status_code == 400

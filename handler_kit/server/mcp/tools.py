@@ -170,7 +170,8 @@ async def run_tool(
     one is a caller error. The handler runs only when its matcher matches (otherwise the answer
     is ``{}``, like ``/hooks/{name}``), through :meth:`HookApp.answer` with ``transport="mcp"``.
     A failed answer (every handler failed, no fail-closed policy) is an ``isError`` result with
-    a generic message; a fail-closed failure is already the safe decision inside the answer.
+    a generic message; a fail-closed failure is already the safe decision inside the answer,
+    and so are arguments a fail-closed handler cannot read.
     """
     handler = spec.handler
     data = dict(arguments) if arguments else {}
@@ -186,6 +187,17 @@ async def run_tool(
     try:
         event = handler.model.model_validate(data)
     except ValidationError as exc:
+        # A runtime proceeds on an error result: a fail-closed gate that cannot read its
+        # arguments answers its safe decision instead, as on its webhook route.
+        refused = hook_app.answer_unreadable(
+            handler.event,
+            [handler],
+            f"invalid arguments: {_invalid_fields(exc)}",
+            transport="mcp",
+            context=context,
+        )
+        if refused is not None:
+            return outcome_of(handler, refused)
         return ToolOutcome(_invalid_input_message(handler, exc), is_error=True)
     handlers = [handler] if handler.matches(event.matcher_value()) else []
     try:
@@ -214,6 +226,13 @@ def _invalid_input_message(handler: Handler, exc: ValidationError) -> str:
         where = ".".join(str(p) for p in error.get("loc", ())) or "(input)"
         problems.append(f"{where}: {error.get('msg', 'invalid')}")
     return f"Invalid hook input for tool {handler.name!r} ({handler.event}): " + "; ".join(problems)
+
+
+def _invalid_fields(exc: ValidationError) -> str:
+    return ", ".join(
+        ".".join(str(p) for p in error.get("loc", ())) or "(input)"
+        for error in exc.errors(include_url=False, include_input=False)
+    )
 
 
 def call_context(

@@ -133,7 +133,7 @@ def fast_path_corpus() -> list[tuple[str, dict[str, str], bytes, bool | None]]:
             "modern bad types",
             modern_call,
             rpc("tools/call", call_params("refund_gate", {"tool_name": 1}, META)),
-            None,  # answered on the fast path before any handler runs
+            True,  # the fail-closed gate's deny, though it could not read the arguments
         ),
         ("modern list", modern_headers("tools/list"), rpc("tools/list", {"_meta": META}), True),
         (
@@ -403,10 +403,10 @@ def test_fast_path_serves_the_real_client(twin_servers: Any, mode: str) -> None:
 
     counter.paths.clear()
     from_fast = run(with_client(fast, mode, session))
-    assert counter.paths == ["fast"] * 3  # two of the five calls fail validation first
+    assert counter.paths == ["fast"] * 4  # the call for another event is refused first
     counter.paths.clear()
     from_sdk = run(with_client(sdk, mode, session))
-    assert counter.paths == ["sdk"] * 3
+    assert counter.paths == ["sdk"] * 4
     assert from_fast == from_sdk
     assert json.loads(from_fast[1]["content"][0]["text"]) == json.loads(DENY_640)
 

@@ -67,12 +67,28 @@ def test_hook_event_name_is_optional_and_checked(gate: RunningServer) -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_wrong_argument_types_are_an_error_result(gate: RunningServer, mode: str) -> None:
-    result = run(call(gate, mode, "refund_gate", {"tool_name": 42, "tool_input": "x"}))
+    args = {"tool_name": 42, "tool_input": "x"}
+    result = run(call(gate, mode, "refund_audit_note", args))
     assert result.is_error is True
     text = only_text(result)
-    assert text.startswith("Invalid hook input for tool 'refund_gate' (PreToolUse): ")
+    assert text.startswith("Invalid hook input for tool 'refund_audit_note' (PostToolUse): ")
     assert "tool_name" in text and "tool_input" in text
     assert "42" not in text  # field paths and messages, never the values
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_arguments_a_fail_closed_gate_cannot_read_are_its_safe_decision(
+    gate: RunningServer, mode: str
+) -> None:
+    """An error result lets the call through: the gate denies what it cannot read."""
+    result = run(call(gate, mode, "refund_gate", {"tool_name": 42, "tool_input": "x"}))
+    assert result.is_error is False
+    out = json.loads(only_text(result))["hookSpecificOutput"]
+    assert out["permissionDecision"] == "deny"
+    assert out["permissionDecisionReason"] == (
+        "Blocked by policy: the check 'refund_gate' could not read the hook input, "
+        "and it is configured to fail closed."
+    )
 
 
 def test_matcher_that_does_not_match_is_no_opinion(gate: RunningServer) -> None:

@@ -7,3 +7,4 @@ Nothing is imported here: the command-hook tests check what starting one of thes
 OPS_APP = "tests.support.apps.ops:app"
 COMMAND_APP = "tests.support.apps.command:app"
 CRASHY_APP = "tests.support.apps.command:crashy"
+DIALECTS_APP = "tests.support.apps.dialects:app"

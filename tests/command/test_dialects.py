@@ -1,0 +1,304 @@
+"""``handler-kit command --runtime``: one handler, each runtime's dialect.
+
+Each case runs the real console script on one handler of tests/support/apps/dialects.py, the
+way the runtime starts it, and checks what that runtime would read: the JSON Codex applies (an
+``ask`` is a failed run there, so it becomes a deny), the JSON Posit reads (no rewrite, no
+``defer``), and the sandbox runtime's exit codes (exit 2 blocks a Pre tool use call and
+appends stderr to a Post tool use result). What a dialect had to change is said on stderr.
+The pure rendering is checked in-process at the end, for the corners no handler reaches.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+
+from handler_kit.command import dialects
+from tests.support.apps import DIALECTS_APP
+from tests.support.apps import dialects as app
+from tests.support.processes import REPO
+
+HANDLER_KIT = Path(sys.executable).parent / "handler-kit"
+PYCACHE = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"handler-kit-test-pycache-{os.getuid()}")
+
+pytestmark = pytest.mark.skipif(
+    not HANDLER_KIT.exists(), reason=f"no handler-kit console script next to {sys.executable}"
+)
+
+
+class Run(NamedTuple):
+    code: int
+    stdout: bytes
+    stderr: str
+
+
+INPUTS = {
+    "PreToolUse": {
+        "hook_event_name": "PreToolUse",
+        "tool_name": "orders__refund",
+        "tool_input": {"order_id": "4821", "amount": 640},
+    },
+    "PostToolUse": {
+        "hook_event_name": "PostToolUse",
+        "tool_name": "orders__lookup",
+        "tool_input": {"order_id": "4821"},
+        "tool_response": {"card": "4111 1111 1111 1111"},
+    },
+    "Stop": {"hook_event_name": "Stop", "stop_hook_active": False},
+    "SessionStart": {"hook_event_name": "SessionStart", "source": "startup"},
+    "UserPromptSubmit": {"hook_event_name": "UserPromptSubmit", "prompt": "my key is sk-1"},
+}
+# each handler's event picks its input
+HANDLER_EVENT = {handler.name: handler.event for handler in app.app.handlers}
+
+
+def deny(reason: str) -> dict[str, Any]:
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": reason,
+        }
+    }
+
+
+REWRITE_DENIED = (
+    "Blocked by policy: this check rewrites the call's input, and the agent cannot apply a rewrite."
+)
+REWRITTEN = {"order_id": "4821", "amount": 500}
+HALT = {"continue": False, "stopReason": app.HALT_REASON}
+
+# (runtime, handler) -> (exit code, stdout: a JSON object or raw bytes, a fragment of the
+# warning on stderr or None for an empty stderr). Exit 2 cases: stderr is the reason, exactly.
+CASES: dict[tuple[str, str], tuple[int, Any, str | None]] = {
+    # Claude Code carries everything: the JSON as the handler answered
+    ("claude-code", "gate_ask"): (
+        0,
+        {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "ask",
+                "permissionDecisionReason": app.ASK_REASON,
+            }
+        },
+        None,
+    ),
+    ("claude-code", "halt_call"): (0, HALT, None),
+    # Codex: ask is a failed run (the tool proceeds), so a gate's ask is a deny, its reason kept
+    ("codex", "gate_ask"): (0, deny(app.ASK_REASON), "cannot carry 'ask'"),
+    ("codex", "open_ask"): (0, deny(app.ASK_REASON), "answered as deny"),
+    ("codex", "defer_call"): (
+        0,
+        deny("The hook 'dialects' blocked this (defer_call)."),
+        "cannot carry 'defer'",
+    ),
+    # continue:false on a tool event is a failed run too: not running the call is what is left
+    ("codex", "halt_call"): (0, deny(app.HALT_REASON), "the call is denied instead"),
+    # suppressOutput would mark the run failed and lose the deny
+    ("codex", "quiet_deny"): (0, deny(app.ASK_REASON), "suppressOutput; dropped"),
+    ("codex", "gate_rewrite"): (
+        0,
+        {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "allow",
+                "updatedInput": REWRITTEN,
+            }
+        },
+        None,
+    ),
+    ("codex", "post_replace"): (0, {}, "updatedMCPToolOutput; dropped"),
+    ("codex", "keep_going"): (
+        0,
+        {"decision": "block", "reason": app.KEEP_GOING},
+        "kept going with it as a block's reason",
+    ),
+    ("codex", "stop_halt"): (0, HALT, None),
+    # Stop needs JSON on exit 0: no opinion is {}
+    ("codex", "stop_none"): (0, {}, None),
+    # Posit: ask is carried; no rewrite, no defer; continue:false at session start is ignored
+    ("posit", "gate_ask"): (
+        0,
+        {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "ask",
+                "permissionDecisionReason": app.ASK_REASON,
+            }
+        },
+        None,
+    ),
+    ("posit", "gate_rewrite"): (0, deny(REWRITE_DENIED), "the fail-closed gate denies the call"),
+    ("posit", "open_rewrite"): (0, {}, "the call runs with its original input"),
+    ("posit", "defer_call"): (
+        0,
+        {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask"}},
+        "Posit has no 'defer'",
+    ),
+    ("posit", "start_halt"): (0, {}, "Posit ignores continue:false here"),
+    ("posit", "keep_going"): (
+        0,
+        {"decision": "block", "reason": app.KEEP_GOING},
+        "kept going with it as a block's reason",
+    ),
+    ("posit", "post_replace"): (0, {}, "updatedMCPToolOutput; dropped"),
+    # the sandbox runtime: exit codes, as its contract names them
+    ("sandbox", "gate_ask"): (2, b"", app.ASK_REASON),
+    ("sandbox", "halt_call"): (2, b"", app.HALT_REASON),
+    ("sandbox", "gate_rewrite"): (2, b"", REWRITE_DENIED),
+    ("sandbox", "open_rewrite"): (0, b"", "cannot carry a rewritten tool input"),
+    ("sandbox", "note_call"): (0, b"", "reads no context on PreToolUse; dropped"),
+    ("sandbox", "post_note"): (2, b"", app.POST_NOTE),
+    ("sandbox", "post_both"): (2, b"", f"{app.POST_REASON}\n\n{app.POST_NOTE}"),
+    ("sandbox", "post_replace"): (0, b"", "updatedMCPToolOutput; dropped"),
+    ("sandbox", "start_note"): (0, app.POLICY.encode(), None),
+    ("sandbox", "start_halt"): (0, b"", "cannot stop the agent at session start"),
+    ("sandbox", "keep_going"): (2, b"", app.KEEP_GOING),
+    ("sandbox", "stop_halt"): (0, b"", "a halt lets the agent stop"),
+    ("sandbox", "prompt_block"): (2, b"", app.PROMPT_BLOCK),
+}
+
+
+def run(args: list[str], stdin: bytes) -> Run:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HANDLER_KIT_")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = PYCACHE
+    done = subprocess.run(
+        [str(HANDLER_KIT), *args],
+        input=stdin,
+        capture_output=True,
+        cwd=REPO,
+        env=env,
+        timeout=60,
+    )
+    return Run(done.returncode, done.stdout, done.stderr.decode("utf-8", "replace"))
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict[tuple[str, str], Run]:
+    def one(key: tuple[str, str]) -> Run:
+        runtime, handler = key
+        stdin = json.dumps(INPUTS[HANDLER_EVENT[handler]]).encode()
+        return run(["command", DIALECTS_APP, "--handler", handler, "--runtime", runtime], stdin)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return dict(zip(CASES, pool.map(one, CASES), strict=True))
+
+
+@pytest.mark.parametrize("key", list(CASES), ids=lambda k: f"{k[0]}-{k[1]}")
+def test_each_runtime_reads_its_dialect(
+    key: tuple[str, str], runs: dict[tuple[str, str], Run]
+) -> None:
+    code, stdout, warning = CASES[key]
+    result = runs[key]
+    assert result.code == code, result
+    if isinstance(stdout, dict):
+        assert result.stdout.endswith(b"\n")
+        assert json.loads(result.stdout) == stdout
+    else:
+        assert result.stdout == stdout
+    if code == 2:
+        assert result.stderr == f"{warning}\n"  # the reason, and nothing else: the model reads it
+    elif warning is None:
+        assert result.stderr == ""
+    else:
+        assert result.stderr.startswith("handler-kit: warning: "), result.stderr
+        assert warning in result.stderr
+
+
+def test_exit_codes_is_the_sandbox_dialect() -> None:
+    stdin = json.dumps(INPUTS["PostToolUse"]).encode()
+    alias = run(["command", DIALECTS_APP, "--handler", "post_note", "--exit-codes"], stdin)
+    assert alias == Run(2, b"", f"{app.POST_NOTE}\n")
+    both = run(
+        ["command", DIALECTS_APP, "--exit-codes", "--runtime=sandbox", "--handler=post_note"],
+        stdin,
+    )
+    assert both == alias
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--runtime", "claude"], "invalid choice: 'claude'"),
+        (["--exit-codes", "--runtime", "codex"], "--exit-codes is --runtime sandbox"),
+    ],
+)
+def test_runtime_usage_errors_are_one_line_and_exit_1(args: list[str], message: str) -> None:
+    stdin = json.dumps(INPUTS["PreToolUse"]).encode()
+    result = run(["command", DIALECTS_APP, "--handler", "gate_ask", *args], stdin)
+    assert (result.code, result.stdout) == (1, b"")
+    assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
+
+
+# -- the pure rendering -----------------------------------------------------------------------
+
+
+def test_safe_decisions_are_the_cores() -> None:
+    from handler_kit.claude_code.settings import RUNTIMES
+    from handler_kit.command.hook import CLAUDE_CODE
+    from handler_kit.core.outputs import SAFE_DECISIONS
+
+    assert dialects.SAFE_EVENTS == SAFE_DECISIONS
+    assert RUNTIMES == dialects.RUNTIMES
+    assert CLAUDE_CODE == dialects.DEFAULT_RUNTIME
+
+
+def test_codex_permission_request_keeps_only_what_codex_reads() -> None:
+    """Codex fails a PermissionRequest run closed on updatedInput and interrupt, and reads no
+    Claude-shaped updatedPermissions: a fail-closed rewrite denies, the rest is dropped."""
+    verdict = {
+        "behavior": "allow",
+        "updatedInput": {"command": "ls"},
+        "updatedPermissions": [{"type": "setMode", "mode": "acceptEdits"}],
+    }
+    output = {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": verdict}}
+    closed = dialects.render("codex", "PermissionRequest", output, fail_closed=True)
+    decision = json.loads(closed.stdout)["hookSpecificOutput"]["decision"]
+    assert decision["behavior"] == "deny" and "rewrite" in decision["message"]
+    assert set(decision) == {"behavior", "message"}
+    assert any("updatedPermissions; dropped" in note for note in closed.notes)
+    opened = dialects.render("codex", "PermissionRequest", output)
+    assert json.loads(opened.stdout) == {}  # no verdict: the user is asked, as without a hook
+
+
+def test_legacy_spellings_are_read() -> None:
+    legacy = {"decision": "block", "reason": "no"}
+    assert dialects.render("sandbox", "PreToolUse", legacy) == dialects.Rendered(2, b"", "no")
+    codex = dialects.render("codex", "PreToolUse", {"decision": "approve"})
+    assert json.loads(codex.stdout) == {
+        "hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}
+    }
+
+
+def test_events_a_runtime_never_runs_pass_through() -> None:
+    output = {"hookSpecificOutput": {"hookEventName": "WorktreeCreate", "worktreePath": "/w"}}
+    for runtime in ("codex", "posit"):
+        rendered = dialects.render(runtime, "WorktreeCreate", output)
+        assert json.loads(rendered.stdout) == output and rendered.notes == ()
+
+
+def test_json_with_a_lone_surrogate_is_escaped() -> None:
+    rendered = dialects.render(
+        "codex", "UserPromptSubmit", {"decision": "block", "reason": "\udc8f"}
+    )
+    assert rendered.stdout == b'{"decision":"block","reason":"\\udc8f"}\n'
+
+
+def test_safe_output_per_event() -> None:
+    assert dialects.safe_output("PreToolUse", "r") == deny("r")
+    assert dialects.safe_output("UserPromptSubmit", "r") == {"decision": "block", "reason": "r"}
+    assert dialects.safe_output("PermissionRequest", "r") == {
+        "hookSpecificOutput": {
+            "hookEventName": "PermissionRequest",
+            "decision": {"behavior": "deny", "message": "r"},
+        }
+    }
+    assert dialects.safe_output("PostToolUse", "r") is None

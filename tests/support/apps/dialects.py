@@ -1,0 +1,132 @@
+"""The HookApp tests/command/test_dialects.py runs through ``handler-kit command --runtime``:
+one handler per answer that some runtime cannot carry as Claude Code spells it. No handler has
+a matcher; each test picks one with ``--handler NAME``.
+"""
+
+from __future__ import annotations
+
+from handler_kit import (
+    HookApp,
+    PostToolUse,
+    PreToolUse,
+    SessionStart,
+    Stop,
+    UserPromptSubmit,
+    ask,
+    block,
+    context,
+    halt,
+    rewrite,
+)
+
+ASK_REASON = "A refund over $500 needs a human's yes."
+HALT_REASON = "Maintenance window."
+NOTE = "Reviewed by the policy bot."
+POST_REASON = "The result holds a secret."
+POST_NOTE = "Rotate the key."
+KEEP_GOING = "Run the tests before stopping."
+POLICY = "Returns are accepted within 30 days."
+PROMPT_BLOCK = "No secrets in prompts."
+
+app = HookApp("dialects")
+
+
+@app.pre_tool_use(fail_closed=True)
+def gate_ask(event: PreToolUse):
+    return ask(ASK_REASON)
+
+
+@app.pre_tool_use()
+def open_ask(event: PreToolUse):
+    return ask(ASK_REASON)
+
+
+@app.pre_tool_use(fail_closed=True)
+def gate_rewrite(event: PreToolUse):
+    return rewrite({**(event.tool_input or {}), "amount": 500})
+
+
+@app.pre_tool_use()
+def open_rewrite(event: PreToolUse):
+    return rewrite({**(event.tool_input or {}), "amount": 500})
+
+
+@app.pre_tool_use()
+def halt_call(event: PreToolUse):
+    return halt(HALT_REASON)
+
+
+@app.pre_tool_use()
+def defer_call(event: PreToolUse):
+    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "defer"}}
+
+
+@app.pre_tool_use()
+def quiet_deny(event: PreToolUse):
+    return {
+        "suppressOutput": True,
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": ASK_REASON,
+        },
+    }
+
+
+@app.pre_tool_use()
+def note_call(event: PreToolUse):
+    return context(NOTE)
+
+
+@app.post_tool_use()
+def post_note(event: PostToolUse):
+    return context(POST_NOTE)
+
+
+@app.post_tool_use()
+def post_both(event: PostToolUse):
+    return {
+        "decision": "block",
+        "reason": POST_REASON,
+        "hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": POST_NOTE},
+    }
+
+
+@app.post_tool_use()
+def post_replace(event: PostToolUse):
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PostToolUse",
+            "updatedMCPToolOutput": {"content": [{"type": "text", "text": "redacted"}]},
+        }
+    }
+
+
+@app.stop()
+def keep_going(event: Stop):
+    return context(KEEP_GOING)
+
+
+@app.stop()
+def stop_halt(event: Stop):
+    return halt(HALT_REASON)
+
+
+@app.stop()
+def stop_none(event: Stop):
+    return None
+
+
+@app.session_start()
+def start_note(event: SessionStart):
+    return POLICY
+
+
+@app.session_start()
+def start_halt(event: SessionStart):
+    return halt(HALT_REASON)
+
+
+@app.user_prompt_submit()
+def prompt_block(event: UserPromptSubmit):
+    return block(PROMPT_BLOCK)
