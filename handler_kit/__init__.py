@@ -8,12 +8,15 @@ and the CLI's help start fast, a command hook pays only for the core, and the se
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from handler_kit import _compat
 from handler_kit._version import __version__
 
+# typing is a measurable share of a start-up that must stay close to bare Python's (the
+# forwarder); type checkers read this name as typing.TYPE_CHECKING
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from handler_kit.auth import BearerAuth, JWTAuth, StaticTokenAuth
     from handler_kit.config import OperationsConfig, ServerConfig
     from handler_kit.core.app import Answer, Handler, HookApp, Invocation

@@ -16,10 +16,12 @@ import sys
 import types
 import warnings
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
+# not typing's: importing typing is a share of every command hook's start-up
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from importlib.abc import Loader as _LoaderBase
+    from typing import Any
 else:
     _LoaderBase = object
 

@@ -207,13 +207,13 @@ def test_serve_help_is_generated_from_the_settings() -> None:
 
 
 def test_only_the_config_module_reads_the_environment() -> None:
-    """``os.environ``/``os.getenv`` appear in handler_kit/config.py and nowhere else, except
-    where a process hands its configuration on (``serve`` exporting to its workers)."""
+    """``os.environ``/``os.getenv`` appear in the handler_kit.config package and nowhere else,
+    except where a process hands its configuration on (``serve`` exporting to its workers)."""
     allowed_writes = {"handler_kit/cli/serve.py"}
     offenders = []
     for path in sorted((ROOT / "handler_kit").rglob("*.py")):
         relative = path.relative_to(ROOT).as_posix()
-        if relative == "handler_kit/config.py":
+        if relative.startswith("handler_kit/config/"):
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):

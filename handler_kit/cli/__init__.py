@@ -10,19 +10,25 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import NamedTuple
 
 from handler_kit._version import __version__
 
 
-class Command(NamedTuple):
+class Command:
     """One subcommand: the module that implements it and the two functions it is called
-    through, named in full so that a search for a function finds this table."""
+    through, named in full so that a search for a function finds this table.
 
-    module: str
-    add_arguments: str  # add_arguments(parser: argparse.ArgumentParser) -> None
-    run: str  # run(args: argparse.Namespace) -> int, the exit status
-    help: str
+    A plain class, not a NamedTuple: this module is on the forwarder's start-up path, and
+    typing is not.
+    """
+
+    __slots__ = ("add_arguments", "help", "module", "run")
+
+    def __init__(self, module: str, add_arguments: str, run: str, help: str) -> None:
+        self.module = module
+        self.add_arguments = add_arguments  # add_arguments(parser: ArgumentParser) -> None
+        self.run = run  # run(args: argparse.Namespace) -> int, the exit status
+        self.help = help
 
 
 COMMANDS: dict[str, Command] = {

@@ -7,9 +7,10 @@ only the standard library, so ``main`` and ``run`` (of ``hook``) are imported on
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False  # typing.TYPE_CHECKING to a type checker, without importing typing
 if TYPE_CHECKING:
+    from typing import Any
+
     from handler_kit.command.hook import main, run
 
 __all__ = ["main", "run"]

@@ -26,7 +26,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, NamedTuple
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING to a type checker, without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 CLAUDE_CODE = "claude-code"
 CODEX = "codex"
@@ -99,14 +102,31 @@ _CODEX_BLOCK = frozenset({"PostToolUse", "UserPromptSubmit", "Stop", "SubagentSt
 _CODEX_NO_TURN = frozenset({"SessionEnd", "SubagentStart"})
 
 
-class Rendered(NamedTuple):
+class Rendered:
     """What the hook process writes: its exit code, stdout, the stderr text (the reason of a
     block in the exit-code dialect, else empty) and the notes to log (each one line)."""
 
-    code: int
-    stdout: bytes
-    stderr: str
-    notes: tuple[str, ...] = ()
+    __slots__ = ("code", "notes", "stderr", "stdout")
+
+    def __init__(self, code: int, stdout: bytes, stderr: str, notes: tuple[str, ...] = ()) -> None:
+        self.code = code
+        self.stdout = stdout
+        self.stderr = stderr
+        self.notes = notes
+
+    def _fields(self) -> tuple[int, bytes, str, tuple[str, ...]]:
+        return (self.code, self.stdout, self.stderr, self.notes)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Rendered):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # equal by value, and its fields can change
+
+    def __repr__(self) -> str:
+        code, stdout, stderr, notes = self._fields()
+        return f"Rendered(code={code!r}, stdout={stdout!r}, stderr={stderr!r}, notes={notes!r})"
 
 
 def runtime_name(value: str) -> str:

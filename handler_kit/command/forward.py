@@ -26,14 +26,15 @@ from __future__ import annotations
 import json
 import sys
 import time
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from handler_kit.command import dialects
-from handler_kit.config import CLIENT_TOKEN_VARIABLE, ClientConfig
+from handler_kit.config import CLIENT_TOKEN_VARIABLE, client_token
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING to a type checker, without importing typing
 if TYPE_CHECKING:
     import argparse
     import socket
+    from typing import Any
 
 USAGE_EXIT = 1  # never 2: that would block the call with a usage message as the reason
 # What ``install`` writes for a handler with the default 3 s timeout, whose entry gets 4 s:
@@ -48,15 +49,21 @@ class Failure(Exception):
     """The server could not answer; the message says how, on one line."""
 
 
-class Target(NamedTuple):
-    """Where the input goes: the URL, split for a socket."""
+class Target:
+    """Where the input goes: the URL, split for a socket (a plain class: typing is not loaded
+    on the forwarder's start-up)."""
 
-    url: str
-    tls: bool
-    host: str
-    port: int
-    path: str  # path and query, as sent in the request line
-    host_header: str
+    __slots__ = ("host", "host_header", "path", "port", "tls", "url")
+
+    def __init__(
+        self, url: str, tls: bool, host: str, port: int, path: str, host_header: str
+    ) -> None:
+        self.url = url
+        self.tls = tls
+        self.host = host
+        self.port = port
+        self.path = path  # path and query, as sent in the request line
+        self.host_header = host_header
 
 
 def parse_url(url: str, handler: str | None = None) -> Target:
@@ -297,7 +304,7 @@ def _ask(target: Target, body: bytes, event: str | None, args: Any) -> dict[str,
     """The server's answer to ``body``, a JSON object; :class:`Failure` when there is none."""
     from handler_kit._version import __version__
 
-    token = ClientConfig.from_env(token_variable=args.token_env).token
+    token = client_token(args.token_env)
     headers = [
         ("Host", target.host_header),
         ("User-Agent", f"handler-kit-forward/{__version__}"),

@@ -388,7 +388,8 @@ def imported(importtime_stderr: str) -> set[str]:
 
 def test_forward_imports_only_the_standard_library(nothing_listening: str) -> None:
     """Nothing of the server stack, pydantic, the core or the user's app; no argparse, and no
-    ssl or http.client for an http URL."""
+    ssl or http.client for an http URL; not even typing, dataclasses or logging (the
+    settings are not loaded: the token is read by the config package's front)."""
     program = [str(Path(sys.executable).parent / "python"), "-X", "importtime", str(HANDLER_KIT)]
     traced = forward(
         nothing_listening, "--fail-closed", "--timeout", "1", stdin=REFUND, program=program
@@ -400,6 +401,10 @@ def test_forward_imports_only_the_standard_library(nothing_listening: str) -> No
     assert sorted(m for m in modules if m.startswith(("handler_kit.core", "tests"))) == []
     assert {
         "handler_kit.command.hook",
+        "handler_kit.config._settings",
+        "typing",
+        "dataclasses",
+        "logging",
         "argparse",
         "ssl",
         "http.client",

@@ -1,29 +1,10 @@
-"""Configuration: the settings of every part of handler-kit, and the only code that reads them
-from the environment.
-
-Each part takes a frozen dataclass built here: :class:`ServerConfig` (the ASGI app: auth, the
-webhook, MCP, the inspector), :class:`OperationsConfig` (audit, metrics, tracing,
-idempotency), :class:`ServeConfig` (``handler-kit serve``: address, TLS, workers),
-:class:`CommandConfig` (``handler-kit command``) and :class:`ClientConfig` (the commands that
-call a server). Everything reachable from the environment is reachable as a constructor
-argument, so code and tests configure handler-kit without touching ``os.environ``; a copy with
-changes is ``dataclasses.replace(config, field=value)``, where a misspelt field is a
-``TypeError``.
-
-:data:`SETTINGS` lists every environment variable once: its field, its parser, its help. The
-``from_env`` constructors read through it, :func:`export_env` writes through it (how ``serve``
-hands its configuration to worker processes), and the docs' table and the CLI's help text are
-rendered from it. A value that does not parse is refused with a message naming the variable;
-a renamed variable is still read, for one release, with a :class:`DeprecatedSetting` warning.
-
-This module imports only the standard library: a command hook reads its configuration on every
-tool call.
-"""
+"""The settings: the frozen dataclasses, the :data:`SETTINGS` table, its parsers, and the
+code that reads them from the environment and writes them back. Import these names from
+:mod:`handler_kit.config`, which loads this module on first use."""
 
 from __future__ import annotations
 
 import dataclasses
-import logging
 import os
 import re
 import warnings
@@ -31,6 +12,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from handler_kit.config import CLIENT_TOKEN_VARIABLE, Environ
 
 if TYPE_CHECKING:
     import contextlib
@@ -41,15 +24,9 @@ if TYPE_CHECKING:
     from handler_kit.auth import BearerAuth
     from handler_kit.core.outputs import Output
 
-logger = logging.getLogger("handler_kit.config")
-
-Environ = Mapping[str, str]
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 DEFAULT_AUDIT_QUEUE_SIZE = 10_000
 DEFAULT_IDEMPOTENCY_TTL = 3600.0
-# The variable a client (``send``, generated documents, installed http hooks) takes its one
-# bearer token from; the server accepts a list (HANDLER_KIT_TOKENS) so tokens can be rotated.
-CLIENT_TOKEN_VARIABLE = "HANDLER_KIT_TOKEN"
 
 
 class ConfigError(ValueError):
@@ -337,12 +314,6 @@ class ClientConfig:
             raw = env.get(token_variable)
             values["token"] = parse_str(token_variable, raw) if raw and raw.strip() else None
         return cls(**values)
-
-
-def environment() -> Environ:
-    """The process environment, for documents whose templates name variables by design
-    (``Bearer $HANDLER_KIT_TOKEN`` in a hooks document's headers)."""
-    return os.environ
 
 
 # -- parsers: each takes (variable name, raw text) and refuses what it cannot read ------------
