@@ -7,29 +7,22 @@ JSON with every row. It asserts nothing about the numbers: they are machine- and
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 
 import pytest
-
-from tests.support.processes import REPO, process
 
 SERVER_ROWS = ["webhook_c1", "webhook_c16", "webhook_c64", "mcp_c1", "mcp_c16"]
 
 
 @pytest.mark.slow
-def test_bench_quick_writes_every_row(tmp_path):
-    argv = [sys.executable, "-m", "bench", "--quick", "--no-chart", "--out", str(tmp_path)]
-    # the bench stops its servers on SIGTERM, which the helper sends to its whole group
-    with process(argv, dict(os.environ), REPO) as bench:
-        try:
-            bench.proc.wait(timeout=300)
-        except subprocess.TimeoutExpired:
-            pytest.fail(
-                f"python -m bench --quick did not finish in 300 s:\n{bench.output()[-4000:]}"
-            )
-        assert bench.proc.returncode == 0, bench.output()[-4000:]
+def test_bench_quick_writes_every_row(quick_bench, tmp_path):
+    try:
+        quick_bench.proc.wait(timeout=300)
+    except subprocess.TimeoutExpired:
+        pytest.fail(
+            f"python -m bench --quick did not finish in 300 s:\n{quick_bench.output()[-4000:]}"
+        )
+    assert quick_bench.proc.returncode == 0, quick_bench.output()[-4000:]
 
     result = json.loads((tmp_path / "latest.json").read_text())
     rows = result["rows"]

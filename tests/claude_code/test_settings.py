@@ -26,6 +26,7 @@ from handler_kit.claude_code.settings import (
     is_ours,
     merge_hooks,
 )
+from tests.claude_code.support import EXISTING, write_json
 from tests.support.apps import COMMAND_APP as TARGET
 from tests.support.apps import CRASHY_APP
 from tests.support.apps import command as command_app
@@ -33,31 +34,6 @@ from tests.support.processes import REPO
 
 HANDLER_KIT = Path(sys.executable).parent / "handler-kit"
 BASE = "https://hooks.example.com"
-
-# A settings file as people have them: their own hooks (one group mixes in a handler of
-# another tool), permissions, an empty event list, keys Claude Code may not even know.
-EXISTING: dict[str, Any] = {
-    "$schema": "https://json.schemastore.org/claude-code-settings.json",
-    "permissions": {"allow": ["Bash(npm test:*)"], "deny": ["Read(./.env)"]},
-    "hooks": {
-        "PreToolUse": [
-            {"matcher": "Bash", "hooks": [{"type": "command", "command": "./guard.sh"}]},
-            {
-                "matcher": "Write|Edit",
-                "hooks": [
-                    {"type": "command", "command": "npx prettier --check", "timeout": 30},
-                    {"type": "http", "url": "https://audit.example.com/pre"},
-                ],
-            },
-        ],
-        "Notification": [{"hooks": [{"type": "command", "command": "notify-send hi"}]}],
-        "SessionEnd": [],
-    },
-    "env": {"FOO": "1"},
-    "someFutureKey": {"nested": [1, {"a": None}], "unicode": "café ✓"},
-    "model": "opus",
-}
-
 
 # The interpreter every command entry names, quoted for a shell.
 PYTHON = shlex.quote(sys.executable)
@@ -77,12 +53,6 @@ def command_line(target: str, handler: str) -> str:
         )
         line += f" || {{ echo '{reason}' >&2; exit 2; }}"
     return line
-
-
-def write_json(path: Path, data: Any, indent: int | str = 2) -> bytes:
-    raw = (json.dumps(data, indent=indent, ensure_ascii=False) + "\n").encode()
-    path.write_bytes(raw)
-    return raw
 
 
 def without_ours(settings: dict[str, Any], module_attr: str = TARGET) -> dict[str, Any]:
@@ -220,9 +190,10 @@ def test_is_ours_only_matches_this_app() -> None:
 # -- install ----------------------------------------------------------------------------------
 
 
-def test_install_keeps_everything_else(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    settings = tmp_path / "settings.json"
-    original = write_json(settings, EXISTING)
+def test_install_keeps_everything_else(
+    tmp_path: Path, settings: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    original = settings.read_bytes()
     message = install(command_app.app, TARGET, str(settings), base_url=BASE)
     assert "installed" in message
     after = json.loads(settings.read_bytes())
@@ -237,9 +208,7 @@ def test_install_keeps_everything_else(tmp_path: Path, capsys: pytest.CaptureFix
     assert "SessionStart" in capsys.readouterr().err  # the http -> command warning
 
 
-def test_second_install_is_a_no_op(tmp_path: Path) -> None:
-    settings = tmp_path / "settings.json"
-    write_json(settings, EXISTING)
+def test_second_install_is_a_no_op(tmp_path: Path, settings: Path) -> None:
     install(command_app.app, TARGET, str(settings), base_url=BASE)
     first = settings.read_bytes()
     backup = (tmp_path / "settings.json.bak").read_bytes()
@@ -251,11 +220,9 @@ def test_second_install_is_a_no_op(tmp_path: Path) -> None:
     assert (tmp_path / "settings.json.bak").read_bytes() == backup
 
 
-def test_reinstall_replaces_only_our_entries(tmp_path: Path) -> None:
+def test_reinstall_replaces_only_our_entries(settings: Path) -> None:
     """Switching http -> command, a user's hook added to one of our groups, and a handler
     removed from the app: our old entries go, everything else stays."""
-    settings = tmp_path / "settings.json"
-    write_json(settings, EXISTING)
     install(command_app.app, TARGET, str(settings), base_url=BASE)
     data = json.loads(settings.read_bytes())
     stop_group = data["hooks"]["Stop"][0]
@@ -286,9 +253,7 @@ def test_reinstall_replaces_only_our_entries(tmp_path: Path) -> None:
     assert without_ours(data) == expected_rest
 
 
-def test_another_apps_entries_are_left_alone(tmp_path: Path) -> None:
-    settings = tmp_path / "settings.json"
-    write_json(settings, EXISTING)
+def test_another_apps_entries_are_left_alone(settings: Path) -> None:
     install(command_app.crashy, CRASHY_APP, str(settings), command=True)
     with_other = json.loads(settings.read_bytes())
     install(command_app.app, TARGET, str(settings), base_url=BASE)
@@ -297,9 +262,10 @@ def test_another_apps_entries_are_left_alone(tmp_path: Path) -> None:
     assert without_ours(data) == with_other
 
 
-def test_dry_run_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    settings = tmp_path / "settings.json"
-    original = write_json(settings, EXISTING)
+def test_dry_run_writes_nothing(
+    tmp_path: Path, settings: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    original = settings.read_bytes()
     message = install(command_app.app, TARGET, str(settings), command=True, dry_run=True)
     assert "nothing written" in message
     diff = capsys.readouterr().out
@@ -331,22 +297,22 @@ def test_missing_file_is_created(tmp_path: Path) -> None:
         (b'{"hooks": []}', '"hooks" in the settings file is not an object'),
     ],
 )
-def test_invalid_settings_are_refused(tmp_path: Path, content: bytes, fragment: str) -> None:
-    settings = tmp_path / "settings.json"
-    settings.write_bytes(content)
+def test_invalid_settings_are_refused(
+    tmp_path: Path, settings_path: Path, content: bytes, fragment: str
+) -> None:
+    settings_path.write_bytes(content)
     with pytest.raises(SettingsError) as info:
-        install(command_app.app, TARGET, str(settings), command=True)
+        install(command_app.app, TARGET, str(settings_path), command=True)
     assert fragment in str(info.value)
-    assert settings.read_bytes() == content
+    assert settings_path.read_bytes() == content
     assert sorted(p.name for p in tmp_path.iterdir()) == ["settings.json"]
 
 
 @pytest.mark.parametrize("indent", [4, "\t"])
-def test_indentation_is_kept(tmp_path: Path, indent: int | str) -> None:
-    settings = tmp_path / "settings.json"
-    write_json(settings, EXISTING, indent=indent)
-    install(command_app.app, TARGET, str(settings), command=True)
-    text = settings.read_text()
+def test_indentation_is_kept(settings_path: Path, indent: int | str) -> None:
+    write_json(settings_path, EXISTING, indent=indent)
+    install(command_app.app, TARGET, str(settings_path), command=True)
+    text = settings_path.read_text()
     assert text == json.dumps(json.loads(text), indent=indent, ensure_ascii=False) + "\n"
 
 
@@ -369,9 +335,8 @@ def cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.skipif(not HANDLER_KIT.exists(), reason="no handler-kit console script")
-def test_install_command(tmp_path: Path) -> None:
-    settings = tmp_path / "settings.json"
-    original = write_json(settings, EXISTING)
+def test_install_command(tmp_path: Path, settings: Path) -> None:
+    original = settings.read_bytes()
     first = cli("install", TARGET, "--settings", str(settings), "--command")
     assert first.returncode == 0, first.stderr
     assert first.stdout == ""

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests.cli.support import GATE_APP, REFUND_DENY
 from tests.support.apps import COMMAND_APP
 from tests.support.apps import command as command_app
 from tests.support.processes import REPO, clean_env, free_port, process, serve_argv
@@ -26,23 +27,6 @@ from tests.support.processes import REPO, clean_env, free_port, process, serve_a
 HANDLER_KIT = Path(sys.executable).parent / "handler-kit"
 PYCACHE = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"handler-kit-test-pycache-{os.getuid()}")
 TOKEN = "install-test-token-0123456789"
-REFUND_DENY = "Refunds over $500 need a human approver."
-GATE_APP = f"""\
-from handler_kit import HookApp, PostToolUse, PreToolUse, deny
-
-app = HookApp("refunds")
-
-
-@app.pre_tool_use(matcher="orders__refund", fail_closed=True)
-async def refund_gate(event: PreToolUse):
-    if (event.tool_input or {{}}).get("amount", 0) > 500:
-        return deny({REFUND_DENY!r})
-
-
-@app.post_tool_use()
-def audit_note(event: PostToolUse) -> str:
-    return "audited"
-"""
 REFUND = json.dumps(
     {"hook_event_name": "PreToolUse", "tool_name": "orders__refund", "tool_input": {"amount": 640}}
 ).encode()
@@ -109,16 +93,6 @@ def denied(result: subprocess.CompletedProcess[bytes], reason: str = REFUND_DENY
         "permissionDecision": "deny",
         "permissionDecisionReason": reason,
     }
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    """A project whose path has a space, holding the gate app; and a directory elsewhere."""
-    root = tmp_path / "refund project"
-    (root / "src" / "deep").mkdir(parents=True)
-    (root / "myhooks.py").write_text(GATE_APP)
-    (tmp_path / "elsewhere").mkdir()
-    return root
 
 
 def test_claude_code_command_runs_from_any_directory(project: Path) -> None:

@@ -1,9 +1,9 @@
 """``handler-kit serve`` and ``make run`` as real subprocesses: dev TLS, a trustme certificate,
 several workers, the refusals, and the printed curl command run as printed.
 
-The servers of this module start together (each pays seconds of imports; started one after
-the other they would dominate the suite), each test then waits for its own one. Every process
-is stopped at teardown (terminate, then kill) and every wait is bounded.
+The servers of this module start together (the ``servers`` fixture, conftest.py), each test then
+waits for its own one. Every process is stopped at teardown (terminate, then kill) and every
+wait is bounded.
 """
 
 from __future__ import annotations
@@ -16,39 +16,24 @@ import ssl
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import trustme
 
 from handler_kit.server.dev_tls import ensure_dev_certificate
+from tests.cli.support import SERVE_TOKEN, TARGET, Served
 from tests.support.payloads import REFUND_DENY, REFUND_EVENT
 from tests.support.processes import (
     HANDLER_KIT,
     REPO,
-    Process,
     clean_env,
     free_port,
-    process,
-    serve_argv,
 )
 
-TOKEN = "serve-cli-token-0123456789abcdef"
-HEADERS = {"Authorization": f"Bearer {TOKEN}", "X-Runbear-Hook-Event": "PreToolUse"}
-TARGET = "example_servers.refund_gate:app"
+HEADERS = {"Authorization": f"Bearer {SERVE_TOKEN}", "X-Runbear-Hook-Event": "PreToolUse"}
 START_TIMEOUT = 60.0  # bounded, and generous: a loaded 2-core machine imports slowly
-
-
-@dataclass
-class Served:
-    proc: Process
-    port: int
-    extra: dict[str, Any]
 
 
 def ask_refund(url: str, verify: Any) -> None:
@@ -57,66 +42,6 @@ def ask_refund(url: str, verify: Any) -> None:
     )
     assert response.status_code == 200, response.text
     assert response.json() == REFUND_DENY
-
-
-@pytest.fixture(scope="module")
-def servers(tmp_path_factory) -> Iterator[dict[str, Served]]:
-    tmp = tmp_path_factory.mktemp("serve")
-    token_env = clean_env(HANDLER_KIT_TOKENS=TOKEN)
-
-    ca = trustme.CA()
-    cert = ca.issue_cert("127.0.0.1", "localhost")
-    cert_file, key_file = tmp / "cert.pem", tmp / "key.pem"
-    for index, pem in enumerate(cert.cert_chain_pems):
-        pem.write_to_path(cert_file, append=index > 0)
-    cert.private_key_pem.write_to_path(key_file)
-    trust = ssl.create_default_context()
-    ca.configure_trust(trust)
-
-    plans: dict[str, tuple[list[str], dict[str, str], dict[str, Any]]] = {}
-    names = ("dev_tls", "trustme", "workers", "make_run", "make_run_context")
-    ports = {name: free_port() for name in names}
-    plans["dev_tls"] = (
-        serve_argv(TARGET, ports["dev_tls"], "--dev-tls"),
-        {**token_env, "HANDLER_KIT_DEV_TLS_DIR": str(tmp / "dev-tls")},
-        {"dir": tmp / "dev-tls"},
-    )
-    plans["trustme"] = (
-        serve_argv(
-            TARGET, ports["trustme"], "--tls-cert", str(cert_file), "--tls-key", str(key_file)
-        ),
-        token_env,
-        {"trust": trust},
-    )
-    # --no-mcp: each worker re-imports the app, MCP is not what that test is about, and its
-    # import time makes uvicorn's 5 s worker health check restart workers on a loaded machine
-    plans["workers"] = (
-        serve_argv(TARGET, ports["workers"], "--workers", "2", "--no-mcp"),
-        token_env,
-        {},
-    )
-    # `make run` runs exactly this, with HOST/PORT from make and no token configured
-    plans["make_run"] = (
-        [sys.executable, "-m", "example_servers.run"],
-        clean_env(HOST="127.0.0.1", PORT=str(ports["make_run"])),
-        {},
-    )
-    # `make run APP=context_loader`, its database in the test's folder
-    plans["make_run_context"] = (
-        [sys.executable, "-m", "example_servers.run", "context_loader"],
-        clean_env(
-            HOST="127.0.0.1",
-            PORT=str(ports["make_run_context"]),
-            CONTEXT_LOADER_DB_URL=f"sqlite:///{tmp / 'context.sqlite3'}",
-        ),
-        {},
-    )
-    with ExitStack() as stack:
-        started = {
-            name: Served(stack.enter_context(process(argv, env)), ports[name], extra)
-            for name, (argv, env, extra) in plans.items()
-        }
-        yield started
 
 
 def test_dev_tls_prints_its_ca_and_curl_with_it_works(servers):
@@ -144,7 +69,7 @@ def test_dev_tls_prints_its_ca_and_curl_with_it_works(servers):
                 str(ca_file),
                 f"{url}/hooks",
                 "-H",
-                f"Authorization: Bearer {TOKEN}",
+                f"Authorization: Bearer {SERVE_TOKEN}",
                 "-H",
                 "Content-Type: application/json",
                 "-d",
@@ -259,7 +184,7 @@ def test_refusals_are_clear_and_non_zero():
         "no token": (TARGET, clean_env(), "no authentication configured: set HANDLER_KIT_TOKENS"),
         "bad module": (
             "no_such_module_xyz:app",
-            clean_env(HANDLER_KIT_TOKENS=TOKEN),
+            clean_env(HANDLER_KIT_TOKENS=SERVE_TOKEN),
             "cannot import 'no_such_module_xyz'",
         ),
     }

@@ -22,13 +22,13 @@ from typing import Any, NamedTuple
 
 import pytest
 
+from tests.command.support import TOKEN
 from tests.support.apps import COMMAND_APP
 from tests.support.apps import command as hook_app
 from tests.support.processes import REPO, clean_env, free_port, make_tls, serve
 
 HANDLER_KIT = Path(sys.executable).parent / "handler-kit"
 PYCACHE = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"handler-kit-test-pycache-{os.getuid()}")
-TOKEN = "forward-test-token-0123456789"
 HEAVY = ("pydantic", "pydantic_core", "starlette", "uvicorn", "httpx", "mcp", "anyio")
 
 pytestmark = pytest.mark.skipif(
@@ -107,13 +107,6 @@ def one_line(result: Run, *fragments: str) -> None:
 # -- a real server ----------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    port = free_port()
-    with serve(COMMAND_APP, port=port, env=clean_env(HANDLER_KIT_TOKENS=TOKEN)):
-        yield f"http://127.0.0.1:{port}"
-
-
 def test_forwards_the_answer_in_each_runtime(server: str) -> None:
     gate = f"{server}/hooks/refund_gate"
     claude = forward(gate, stdin=REFUND)
@@ -169,11 +162,6 @@ def test_https_with_the_servers_ca() -> None:
 
 
 # -- outages ----------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def nothing_listening() -> str:
-    return f"http://127.0.0.1:{free_port()}/hooks/refund_gate"
 
 
 def test_refused_connection_fails_closed_in_each_runtime(nothing_listening: str) -> None:

@@ -9,72 +9,35 @@ The expected answers come from ``expected()``, which restates the rules of the t
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
-import time
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from handler_kit.core.vocabulary import MAX_INPUT_DEPTH
-from tests.support.apps import COMMAND_APP, CRASHY_APP
+from tests.command.support import (
+    APP,
+    BAD_INPUTS,
+    BIN,
+    CRASHY,
+    EVENTS,
+    EXIT_CODE_BAD_INPUTS,
+    HANDLER_KIT,
+    PAYLOAD_FILES,
+    Run,
+    event_json,
+    run,
+    run_many,
+)
 from tests.support.apps import command as hook_app
-from tests.support.payloads import PAYLOADS
-from tests.support.processes import REPO
 
-EVENTS = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SessionStart")
-BIN = Path(sys.executable).parent
-HANDLER_KIT = BIN / "handler-kit"
 SERVER_STACK = ("starlette", "uvicorn", "mcp", "httpx", "jwt", "anyio")
-APP = COMMAND_APP
-PYCACHE = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"handler-kit-test-pycache-{os.getuid()}")
-CRASHY = CRASHY_APP
 MODULE = hook_app.__name__
 
 pytestmark = pytest.mark.skipif(
     not HANDLER_KIT.exists(), reason=f"no handler-kit console script next to {sys.executable}"
 )
-
-
-@dataclass(frozen=True)
-class Run:
-    code: int
-    stdout: bytes
-    stderr: str
-
-
-def run(
-    args: list[str], stdin: bytes, *, cwd: Path = REPO, program: list[str] | None = None
-) -> Run:
-    """One ``handler-kit`` process, started the way a hook runtime starts it."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HANDLER_KIT_")}
-    # Let the children cache bytecode (outside the repo), as an installed package has it:
-    # compiling handler-kit's sources in each of ~90 processes would dominate this file's time.
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    env["PYTHONPYCACHEPREFIX"] = PYCACHE
-    proc = subprocess.run(
-        [*(program or [str(HANDLER_KIT)]), *args],
-        input=stdin,
-        capture_output=True,
-        cwd=cwd,
-        env=env,
-        timeout=60,
-    )
-    return Run(proc.returncode, proc.stdout, proc.stderr.decode("utf-8", "replace"))
-
-
-def run_many(jobs: dict[Any, tuple[list[str], bytes]]) -> dict[Any, Run]:
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        futures = {key: pool.submit(run, args, stdin) for key, (args, stdin) in jobs.items()}
-        return {key: future.result() for key, future in futures.items()}
-
-
-def event_json(**fields: Any) -> bytes:
-    return json.dumps(fields).encode()
 
 
 # -- the rules of tests.support.apps.command:app, restated ------------------------------------
@@ -143,24 +106,6 @@ def claude_json(event: str, kind: str, value: Any) -> dict[str, Any]:
             }
         }
     return {}
-
-
-def payload_files() -> list[Path]:
-    return sorted(p for event in EVENTS for p in (PAYLOADS / event).glob("*.json"))
-
-
-PAYLOAD_FILES = payload_files()
-
-
-@pytest.fixture(scope="module")
-def payload_runs() -> dict[tuple[str, str], Run]:
-    """Every payload through the command, in both dialects (started concurrently)."""
-    jobs = {}
-    for path in PAYLOAD_FILES:
-        stdin = path.read_bytes()
-        jobs[(path.name, "json")] = (["command", APP], stdin)
-        jobs[(path.name, "exit-codes")] = (["command", APP, "--exit-codes"], stdin)
-    return run_many(jobs)
 
 
 def test_every_event_has_payloads() -> None:
@@ -262,31 +207,6 @@ def test_session_start_without_source_is_a_startup() -> None:
 
 # -- errors -----------------------------------------------------------------------------------
 
-BAD_INPUTS = {
-    "not JSON": (b"refund please", "not JSON"),
-    "empty": (b"", "no hook input"),
-    "not UTF-8": (b'{"prompt": "\xff"}', "not UTF-8 JSON"),
-    "array": (b"[1, 2]", "must be a JSON object, not an array"),
-    "no event name": (b'{"tool_name": "Bash"}', "no hook_event_name"),
-    "event name not a string": (b'{"hook_event_name": 7}', "no hook_event_name"),
-    # (on PreToolUse, the app's fail-closed gate answers its deny instead: see below)
-    "tool_name a number": (
-        b'{"hook_event_name": "PostToolUse", "tool_name": 5}',
-        "invalid PostToolUse input: tool_name",
-    ),
-    "tool_input a string": (
-        b'{"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_input": "ls"}',
-        "invalid PostToolUse input: tool_input",
-    ),
-    "stop_hook_active a list": (
-        b'{"hook_event_name": "Stop", "stop_hook_active": []}',
-        "invalid Stop input: stop_hook_active",
-    ),
-    "event without handlers": (b'{"hook_event_name": "SessionEnd"}', "no handlers for SessionEnd"),
-}
-
-EXIT_CODE_BAD_INPUTS = ("not JSON", "tool_name a number")
-
 
 def assert_one_line_error(result: Run, fragment: str) -> None:
     assert result.code == 1, result
@@ -294,16 +214,6 @@ def assert_one_line_error(result: Run, fragment: str) -> None:
     assert result.stderr.count("\n") == 1 and result.stderr.endswith("\n"), result.stderr
     assert fragment in result.stderr
     assert "Traceback" not in result.stderr
-
-
-@pytest.fixture(scope="module")
-def bad_input_runs() -> dict[tuple[str, str], Run]:
-    jobs = {}
-    for name, (stdin, _) in BAD_INPUTS.items():
-        jobs[(name, "json")] = (["command", APP], stdin)
-    for name in EXIT_CODE_BAD_INPUTS:
-        jobs[(name, "exit-codes")] = (["command", APP, "--exit-codes"], BAD_INPUTS[name][0])
-    return run_many(jobs)
 
 
 @pytest.mark.parametrize(
@@ -390,36 +300,6 @@ def test_load_app_finds_apps_from_the_current_directory(
 
 
 # -- failing handlers -------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def crash_runs() -> dict[str, Run]:
-    refund = event_json(
-        hook_event_name="PreToolUse", tool_name="issue_refund", tool_input={"amount": 1}
-    )
-    slow = event_json(hook_event_name="PreToolUse", tool_name="slow_refund", tool_input={})
-    prompt = event_json(hook_event_name="UserPromptSubmit", prompt="hello")
-    stop = event_json(hook_event_name="Stop", stop_hook_active=False)
-    start = event_json(hook_event_name="SessionStart", source="startup")
-    async_refund = event_json(hook_event_name="PreToolUse", tool_name="async_refund")
-    slow_async = event_json(hook_event_name="PreToolUse", tool_name="slow_async_refund")
-    post = event_json(hook_event_name="PostToolUse", tool_name="Read", tool_response={})
-    return run_many(
-        {
-            "async-crash": (["command", CRASHY], async_refund),
-            "async-stuck-exit": (["command", CRASHY, "--exit-codes"], slow_async),
-            "awaiting": (["command", CRASHY], post),
-            "crash": (["command", CRASHY], refund),
-            "crash-exit": (["command", CRASHY, "--exit-codes"], refund),
-            "stuck": (["command", CRASHY], slow),
-            "stuck-exit": (["command", CRASHY, "--exit-codes"], slow),
-            "all-failed": (["command", CRASHY], prompt),
-            "all-failed-exit": (["command", CRASHY, "--exit-codes"], prompt),
-            "no-reason-exit": (["command", CRASHY, "--exit-codes"], stop),
-            "chatty": (["command", CRASHY], start),
-            "chatty-exit": (["command", CRASHY, "--exit-codes"], start),
-        }
-    )
 
 
 def fail_closed_reason(name: str, what: str) -> str:
@@ -579,80 +459,6 @@ def test_the_depth_limit_is_where_the_webhook_has_it() -> None:
 
 
 # -- handlers that hold the process past their deadline ---------------------------------------
-
-BLOCKING_APP = """
-import threading, time
-
-import handler_kit.command.hook as hook
-from handler_kit import HookApp, allow, context
-
-app = HookApp("blocking")
-
-
-@app.pre_tool_use(matcher="sleeper", timeout=2, fail_closed=True)
-async def sleeping_gate(event):
-    time.sleep(30)  # a blocking call in an async handler: no deadline can interrupt it
-    return allow("late allow")
-
-
-@app.pre_tool_use(matcher="awaiter", timeout=2, fail_closed=True)
-async def awaiting_gate(event):
-    import asyncio
-
-    await asyncio.sleep(0)  # on an event loop, then blocking it
-    time.sleep(30)
-    return allow("late allow")
-
-
-@app.post_tool_use(timeout=2)
-async def sleeping_note(event):
-    time.sleep(30)
-    return context("late context")
-
-
-@app.pre_tool_use(matcher="racer", timeout=1, fail_closed=True)
-async def racing_gate(event):
-    # The fault: the handler returns just as the watchdog has written its answer, so both
-    # threads hold an answer at once. Once its answer is on stdout, the watchdog signals,
-    # then gives the main thread time to write its own, if it could, before it exits.
-    written = threading.Event()
-    write_stderr = hook._write_stderr
-
-    def watched_write_stderr(*args):
-        if threading.current_thread().name == "handler-kit-watchdog":
-            written.set()
-            time.sleep(1)
-        write_stderr(*args)
-
-    hook._write_stderr = watched_write_stderr
-    written.wait(20)
-    return allow("late allow")
-"""
-
-
-@pytest.fixture(scope="module")
-def blocking_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Run, float]]:
-    folder = tmp_path_factory.mktemp("blocking")
-    (folder / "blocking_hooks.py").write_text(BLOCKING_APP)
-
-    def timed(args: list[str], stdin: bytes) -> tuple[Run, float]:
-        started = time.monotonic()
-        result = run(["command", "blocking_hooks:app", *args], stdin, cwd=folder)
-        return result, time.monotonic() - started
-
-    jobs = {
-        "sleeper": ([], event_json(hook_event_name="PreToolUse", tool_name="sleeper")),
-        "awaiter": ([], event_json(hook_event_name="PreToolUse", tool_name="awaiter")),
-        "sleeper-exit": (
-            ["--exit-codes"],
-            event_json(hook_event_name="PreToolUse", tool_name="sleeper"),
-        ),
-        "note": ([], event_json(hook_event_name="PostToolUse", tool_name="Read")),
-        "racer": ([], event_json(hook_event_name="PreToolUse", tool_name="racer")),
-    }
-    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
-        futures = {key: pool.submit(timed, *job) for key, job in jobs.items()}
-        return {key: future.result() for key, future in futures.items()}
 
 
 def test_a_handler_holding_the_process_is_answered_at_its_deadline(

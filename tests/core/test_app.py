@@ -38,8 +38,7 @@ def answer(hooks: HookApp, data: dict):
 # -- where handlers run --------------------------------------------------------------------
 
 
-def test_sync_handlers_run_in_a_worker_thread_async_on_the_loop():
-    hooks = HookApp("threads")
+def test_sync_handlers_run_in_a_worker_thread_async_on_the_loop(hooks):
     seen: dict[str, int] = {}
 
     @hooks.pre_tool_use()
@@ -61,8 +60,7 @@ def test_sync_handlers_run_in_a_worker_thread_async_on_the_loop():
     assert seen["sync"] != seen["loop"]
 
 
-def test_sync_handler_off_the_servers_loop_over_real_http():
-    hooks = HookApp("threads-http")
+def test_sync_handler_off_the_servers_loop_over_real_http(hooks):
     seen: dict[str, int] = {}
 
     @hooks.pre_tool_use()
@@ -131,8 +129,7 @@ def test_thread_limits_must_be_positive():
 # -- concurrency ---------------------------------------------------------------------------
 
 
-def test_async_handlers_run_concurrently():
-    hooks = HookApp("concurrent")
+def test_async_handlers_run_concurrently(hooks):
     arrived: list[str] = []
     both_here = asyncio.Event()
 
@@ -154,8 +151,7 @@ def test_async_handlers_run_concurrently():
     assert result.output["hookSpecificOutput"]["additionalContext"] == "one\n\ntwo"
 
 
-def test_sync_and_async_handlers_run_concurrently():
-    hooks = HookApp("concurrent-sync")
+def test_sync_and_async_handlers_run_concurrently(hooks):
     barrier = threading.Barrier(3, timeout=8)
 
     @hooks.session_start(timeout=10)
@@ -178,8 +174,7 @@ def test_sync_and_async_handlers_run_concurrently():
     assert result.output["hookSpecificOutput"]["additionalContext"] == ("first\n\nsecond\n\nthird")
 
 
-def test_merge_follows_registration_order_not_completion_order():
-    hooks = HookApp("order")
+def test_merge_follows_registration_order_not_completion_order(hooks):
     second_done = asyncio.Event()
 
     @hooks.pre_tool_use(timeout=10)
@@ -209,8 +204,7 @@ def test_merge_follows_registration_order_not_completion_order():
     assert result.output["hookSpecificOutput"]["additionalContext"] == "A\n\nB"
 
 
-def test_several_handlers_merged_by_the_runtime_rules():
-    hooks = HookApp("merge")
+def test_several_handlers_merged_by_the_runtime_rules(hooks):
 
     @hooks.pre_tool_use()
     def allows(event):
@@ -248,8 +242,7 @@ def test_several_handlers_merged_by_the_runtime_rules():
 
 
 @pytest.mark.parametrize("event_name", ["Stop", "SubagentStop"])
-def test_stop_loop_guard(event_name, caplog):
-    hooks = HookApp("guard")
+def test_stop_loop_guard(event_name, caplog, hooks):
 
     @hooks.on(event_name)
     def check_reply(event):
@@ -270,8 +263,7 @@ def test_stop_loop_guard(event_name, caplog):
     )
 
 
-def test_stop_loop_guard_keeps_other_handlers_and_can_be_opted_out():
-    hooks = HookApp("guard-optout")
+def test_stop_loop_guard_keeps_other_handlers_and_can_be_opted_out(hooks):
 
     @hooks.stop()
     def guarded(event):
@@ -300,12 +292,11 @@ def test_stop_loop_guard_keeps_other_handlers_and_can_be_opted_out():
 # -- deadlines and failure policies --------------------------------------------------------
 
 
-def test_deadline_is_a_little_under_the_timeout():
+def test_deadline_is_a_little_under_the_timeout(hooks):
     for timeout in (0.5, 1, 2, 3, 5, 10):
         deadline = server_deadline(timeout)
         assert 0.85 * timeout <= deadline < timeout
         assert timeout - deadline <= 0.5
-    hooks = HookApp("deadlines")
 
     @hooks.pre_tool_use()
     def default_pre(event): ...
@@ -324,8 +315,7 @@ def test_deadline_is_a_little_under_the_timeout():
 
 
 @pytest.mark.parametrize("kind", ["async", "sync"])
-def test_a_hanging_handler_is_cut_at_the_deadline(kind):
-    hooks = HookApp("hangs")
+def test_a_hanging_handler_is_cut_at_the_deadline(kind, hooks):
     release = threading.Event()
 
     if kind == "async":
@@ -360,8 +350,7 @@ def test_a_hanging_handler_is_cut_at_the_deadline(kind):
     assert "'gate' did not answer in time" in out["permissionDecisionReason"]
 
 
-def test_handler_failures_follow_the_policy(caplog):
-    hooks = HookApp("failures")
+def test_handler_failures_follow_the_policy(caplog, hooks):
 
     @hooks.pre_tool_use(fail_closed=True)
     def gate(event):
@@ -400,9 +389,8 @@ def test_handler_failures_follow_the_policy(caplog):
     assert "'wrong_helper_gate' failed" in result.output["reason"]
 
 
-def test_async_handler_paths():
+def test_async_handler_paths(hooks):
     """Async handlers that return at once, suspend several times, or raise after a wait."""
-    hooks = HookApp("async-paths")
 
     @hooks.user_prompt_submit()
     async def immediate(event):
@@ -431,8 +419,7 @@ def test_async_handler_paths():
     assert only.output["hookSpecificOutput"]["additionalContext"] == "suspended"
 
 
-def test_answer_sync_and_return_value_forms():
-    hooks = HookApp("forms")
+def test_answer_sync_and_return_value_forms(hooks):
 
     @hooks.pre_tool_use(matcher="dict_tool")
     def as_dict(event):
@@ -461,8 +448,7 @@ def test_answer_sync_and_return_value_forms():
 @pytest.mark.parametrize(
     "event", ["SessionStart", "PostToolUse", "Stop", "SubagentStop", "Notification"]
 )
-def test_fail_closed_rejected_where_there_is_no_safe_decision(event):
-    hooks = HookApp("fc")
+def test_fail_closed_rejected_where_there_is_no_safe_decision(event, hooks):
     with pytest.raises(ValueError, match=f"fail_closed is not possible on {event}"):
         hooks.on(event, fail_closed=True)
 
@@ -470,8 +456,7 @@ def test_fail_closed_rejected_where_there_is_no_safe_decision(event):
 @pytest.mark.parametrize(
     "event", ["PreToolUse", "UserPromptSubmit", "PermissionRequest", "UserPromptExpansion"]
 )
-def test_fail_closed_accepted_where_there_is_a_safe_decision(event):
-    hooks = HookApp("fc-ok")
+def test_fail_closed_accepted_where_there_is_a_safe_decision(event, hooks):
 
     @hooks.on(event, fail_closed=True)
     def gate(event): ...
@@ -479,8 +464,7 @@ def test_fail_closed_accepted_where_there_is_a_safe_decision(event):
     assert hooks.by_name["gate"].fail_closed
 
 
-def test_decorators_exist_for_every_event():
-    hooks = HookApp("all")
+def test_decorators_exist_for_every_event(hooks):
     for event in EVENT_MODELS:
         attr = "".join("_" + c.lower() if c.isupper() else c for c in event).lstrip("_")
         decorator = getattr(hooks, attr)
@@ -491,8 +475,7 @@ def test_decorators_exist_for_every_event():
         assert hooks.by_name[f"h_{attr}"].event == event
 
 
-def test_decoration_errors_are_clear():
-    hooks = HookApp("errors")
+def test_decoration_errors_are_clear(hooks):
     with pytest.raises(ValueError, match=r"unknown hook event 'PreToolUsee'.*PreToolUse"):
         hooks.on("PreToolUsee")
 
@@ -536,8 +519,7 @@ def test_decoration_errors_are_clear():
     assert [h.name for h in hooks.handlers] == ["custom", "taken"]
 
 
-def test_decorator_returns_the_function_and_keeps_options():
-    hooks = HookApp("opts")
+def test_decorator_returns_the_function_and_keeps_options(hooks):
 
     @hooks.pre_tool_use(matcher="a|b", timeout=7, fail_closed=True, name="gate-1")
     async def gate(event):

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from handler_kit import EVENT_MODELS, HookApp, HookEvent, parse_event
+from handler_kit import EVENT_MODELS, HookEvent, parse_event
 from handler_kit.config import ServerConfig
 from handler_kit.core.events import (
     RUNBEAR_EVENTS,
@@ -65,11 +65,10 @@ def test_corpus_covers_only_known_events():
     assert {path.parent.name for path in INPUTS} <= set(EVENT_MODELS)
 
 
-def test_corpus_inputs_accepted_by_the_real_webhook():
+def test_corpus_inputs_accepted_by_the_real_webhook(hooks):
     """Every corpus input, posted to a real server with a handler on every event, reaches
     its handler as the right model (body bytes exactly as captured)."""
     assert INPUTS, f"no payload corpus at {PAYLOADS}"
-    hooks = HookApp("corpus")
     seen: list[tuple[str, type]] = []
     for event_name in sorted({path.parent.name for path in INPUTS}):
 

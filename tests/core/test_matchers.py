@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from handler_kit import HookApp, MatcherError, compile_matcher, parse_event, tool_matcher
+from handler_kit import MatcherError, compile_matcher, parse_event, tool_matcher
 from handler_kit.core.matchers import is_match_all
 from handler_kit.core.names import MATCHERLESS_EVENTS
 
@@ -86,8 +86,7 @@ def test_invalid_regex_fails_at_compile(bad):
         compile_matcher(bad)
 
 
-def test_invalid_regex_fails_at_decoration_with_the_handlers_name():
-    hooks = HookApp("bad")
+def test_invalid_regex_fails_at_decoration_with_the_handlers_name(hooks):
     with pytest.raises(ValueError, match="refund_gate_v3") as info:
 
         @hooks.pre_tool_use(matcher="issue_refund(")
@@ -104,9 +103,8 @@ def test_invalid_regex_fails_at_decoration_with_the_handlers_name():
     assert hooks.handlers == []  # nothing half-registered
 
 
-def test_matchers_filter_handlers_per_event_field():
+def test_matchers_filter_handlers_per_event_field(hooks):
     """Tool events match tool_name; SessionStart its source; Notification its type."""
-    hooks = HookApp("m")
 
     @hooks.pre_tool_use(matcher="issue_refund|orders__refund")
     def gate(event):
@@ -228,8 +226,7 @@ def test_tool_matcher_matches_every_runtime_spelling_and_nothing_else(
     assert [name for name in unmatched if match(name)] == []
 
 
-def test_tool_matcher_is_a_decorator_matcher_and_joins_with_other_names():
-    hooks = HookApp("spellings")
+def test_tool_matcher_is_a_decorator_matcher_and_joins_with_other_names(hooks):
 
     @hooks.pre_tool_use(matcher="^issue_refund$|" + tool_matcher("orders", "refund"))
     def gate(event):
@@ -243,13 +240,12 @@ def test_tool_matcher_is_a_decorator_matcher_and_joins_with_other_names():
     assert not any(runs(t) for t in ("issue_refund_v2", "orders_refund_status", "orders"))
 
 
-def test_tool_matcher_in_a_runbear_document_and_claude_code_settings():
+def test_tool_matcher_in_a_runbear_document_and_claude_code_settings(hooks):
     from handler_kit.claude_code.settings import claude_code_hooks
     from handler_kit.runbear.document import validate_document
     from handler_kit.runbear.generate import runbear_document
 
     matcher = tool_matcher("context-server", "lookup")
-    hooks = HookApp("spellings")
 
     @hooks.pre_tool_use(matcher=matcher, fail_closed=True)
     def gate(event):
@@ -454,8 +450,7 @@ def test_matchers_agree_with_javascript_itself():
 
 
 @pytest.mark.parametrize("event", sorted(MATCHERLESS_EVENTS))
-def test_a_matcher_on_an_event_without_one_is_refused_at_decoration(event):
-    hooks = HookApp("matcherless")
+def test_a_matcher_on_an_event_without_one_is_refused_at_decoration(event, hooks):
     with pytest.raises(ValueError) as info:
         hooks.on(event, matcher="startup")
     assert str(info.value) == (
@@ -468,8 +463,7 @@ def test_a_matcher_on_an_event_without_one_is_refused_at_decoration(event):
     assert len(hooks.by_event[event]) == 3
 
 
-def test_the_decorators_refuse_it_too():
-    hooks = HookApp("matcherless")
+def test_the_decorators_refuse_it_too(hooks):
     with pytest.raises(ValueError, match="UserPromptSubmit has no matcher"):
         hooks.user_prompt_submit(matcher="refund.*")
     with pytest.raises(ValueError, match="Stop has no matcher"):
@@ -480,9 +474,8 @@ def test_the_decorators_refuse_it_too():
 # -- SessionStart without a source --------------------------------------------------------------
 
 
-def test_session_start_without_source_is_a_startup():
+def test_session_start_without_source_is_a_startup(hooks):
     """Runbear sends no source ("always startup"): matcher="startup" selects it."""
-    hooks = HookApp("sources")
 
     @hooks.session_start(matcher="startup")
     def fresh(event):

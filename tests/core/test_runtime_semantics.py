@@ -5,53 +5,14 @@ output schema does not have is answered by the handler's failure policy, never s
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 
-from handler_kit import HookApp
-from handler_kit.testing import running_server
+from tests.support.apps.runtime_semantics import POLICY
 from tests.support.http import error_body
 
-POLICY = "Returns are accepted within 30 days of delivery."
 NOTICE = "configured to fail closed"
-
-hooks = HookApp("runtime-semantics")
-
-
-@hooks.session_start(matcher="startup")
-def returns_policy(event):
-    return POLICY
-
-
-# Each handler returns the dict it is sent in tool_input["answer"] (or the prompt's), as a
-# handler with a typo in its dict would.
-@hooks.pre_tool_use(matcher="closed_gate", fail_closed=True)
-def closed_gate(event):
-    return (event.tool_input or {})["answer"]
-
-
-@hooks.pre_tool_use(matcher="open_gate")
-def open_gate(event):
-    return (event.tool_input or {})["answer"]
-
-
-@hooks.post_tool_use(matcher="open_note")
-def open_note(event):
-    return (event.tool_input or {})["answer"]
-
-
-@hooks.user_prompt_submit(fail_closed=True)
-def prompt_gate(event):
-    return {"additionalContext": event.prompt}  # belongs in hookSpecificOutput
-
-
-@pytest.fixture(scope="module")
-def http() -> Iterator[httpx.Client]:
-    with running_server(hooks) as server, server.http(timeout=10) as client:
-        yield client
 
 
 def tool_event(event: str, tool: str, answer: dict[str, Any]) -> dict[str, Any]:

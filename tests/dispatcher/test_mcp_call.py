@@ -3,17 +3,13 @@ HTTP, stateless + JSON) mounted on Starlette and served by uvicorn over TLS on 1
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
-from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
 from handler_kit.core.merge import RUNBEAR_FAIL_CLOSED_NOTICE
 from handler_kit.dispatcher import Dispatcher, DocumentError, Thread
 from tests.support.dispatch import McpRecorder, block, context, document, http, mcp_tool, permission
-from tests.support.processes import serve_asgi
 
 SLACK = {
     "thread_id": "t1",
@@ -301,65 +297,10 @@ def test_http_and_mcp_tool_handlers_merge_in_document_order(scripted, dispatcher
 
 # -- answers read as Runbear reads them -------------------------------------------------------
 
-# What the tool of :func:`answering_server` returns, by name: JSON text, as a Claude Code hook
-# written for the CLI would print it.
-ANSWERS = {
-    "deny_beside_ignored": {
-        "continue": "no",
-        "suppressOutput": "yes",
-        "systemMessage": 5,
-        "hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": "Refunds over $500 need a human approver.",
-            "additionalContext": 5,
-        },
-    },
-    "block_beside_ignored": {
-        "decision": "block",
-        "reason": "Billing questions only.",
-        "stopReason": ["halt"],
-        "hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "updatedInput": "x"},
-    },
-    "ill_typed_decision": {
-        "hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": 5},
-    },
-}
-
-
-@pytest.fixture(scope="module")
-def answering_server(dispatch_tls) -> Iterator[str]:
-    """An MCP server whose tool ``answer(name)`` returns ``ANSWERS[name]`` as JSON text (a
-    JSON-looking string cannot be passed through an argument: the SDK parses it)."""
-    from mcp.server.mcpserver import MCPServer
-    from mcp.server.transport_security import TransportSecuritySettings
-    from starlette.applications import Starlette
-    from starlette.routing import Mount
-
-    server = MCPServer("answers", log_level="WARNING")
-
-    def answer(name: str) -> str:
-        """One canned Claude Code output."""
-        return json.dumps(ANSWERS[name])
-
-    server.add_tool(answer, structured_output=False)
-    mcp_asgi = server.streamable_http_app(
-        stateless_http=True,
-        json_response=True,
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-    )
-
-    @contextlib.asynccontextmanager
-    async def lifespan(_: object) -> AsyncIterator[None]:
-        async with server.session_manager.run():
-            yield
-
-    app = Starlette(routes=[Mount("/", app=mcp_asgi)], lifespan=lifespan)
-    with serve_asgi(app, dispatch_tls) as port:
-        yield f"https://127.0.0.1:{port}/mcp"
-
 
 def answer(name: str, **fields: object) -> dict[str, object]:
+    """An mcp_tool handler calling the ``answering_server`` fixture's tool, which answers the
+    canned output ``name`` of its ANSWERS (conftest.py)."""
     return mcp_tool("answer", input={"name": name}, **fields)
 
 

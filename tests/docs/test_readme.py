@@ -35,17 +35,6 @@ def _require_curl() -> None:
         pytest.skip("curl is not installed")
 
 
-@pytest.fixture
-def myhooks(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
-    """The README's ``myhooks.py``, importable as ``myhooks`` for the length of a test."""
-    app_block = blocks(page("README.md"), "python")[0]
-    assert app_block.startswith("# myhooks.py\n")
-    module = types.ModuleType("myhooks")
-    exec(compile(app_block, "README:myhooks.py", "exec"), module.__dict__)
-    monkeypatch.setitem(sys.modules, "myhooks", module)
-    return module
-
-
 def test_readme_is_a_front_page() -> None:
     lines = README.read_text(encoding="utf-8").splitlines()
     assert len(lines) <= MAX_LINES, (

@@ -15,7 +15,6 @@ import re
 import sqlite3
 import subprocess
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,23 +39,6 @@ ORDER_4821 = (
     "1 x Glacier 3-season tent; total USD 640.00 (customer: Dana Whitfield)."
 )
 UPS_HANDLERS = ["order_1", "order_2", "order_3", "policy_1", "policy_2"]
-
-
-@pytest.fixture
-def db_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'ctx' / 'context.sqlite3'}"
-
-
-@pytest.fixture
-def store(db_url: str) -> Iterator[ContextStore]:
-    store = ContextStore(db_url)
-    yield store
-    store.close()
-
-
-@pytest.fixture
-def loader(store: ContextStore) -> ContextLoader:
-    return ContextLoader(store)
 
 
 def ups(prompt: str, **fields: Any) -> UserPromptSubmit:

@@ -19,11 +19,10 @@ from typing import Any
 
 import pytest
 
-from example_servers import context_loader, refund_gate
 from handler_kit import HookApp
-from handler_kit.config import OperationsConfig, ServerConfig
 from handler_kit.inspector.session import COOKIE_NAME
-from handler_kit.testing import RunningServer, running_server
+from handler_kit.testing import RunningServer
+from tests.inspector.support import TOKEN
 from tests.support.processes import REPO
 
 CHROMIUM = "/usr/bin/chromium"
@@ -37,7 +36,6 @@ CHROMIUM_ARGS = [
     "--disable-quic",
     "--disable-sync",
 ]
-TOKEN = "browser-test-token-0123456789abcdef"
 SCREENSHOT = REPO / "docs" / "inspector.png"
 # Every wait is "until the page shows it"; this bound only keeps a broken run from hanging.
 WAIT_MS = 30_000
@@ -59,22 +57,6 @@ def require_browser() -> Any:
             pytest.fail(f"CI must run the browser test: {message}")
         pytest.skip(message)
     return sync_api
-
-
-def support_desk(db_url: str) -> HookApp:
-    """The two example apps as one server, as a support team would deploy them."""
-    desk = HookApp("support-desk")
-    for source in (refund_gate.app, context_loader.create_app(db_url)):
-        for h in source.handlers:
-            desk.on(
-                h.event,
-                matcher=h.matcher,
-                name=h.name,
-                timeout=h.timeout,
-                fail_closed=h.fail_closed,
-                stop_loop_guard=h.stop_loop_guard,
-            )(h.func)
-    return desk
 
 
 THREAD = {
@@ -124,20 +106,6 @@ def fire(server: RunningServer, app: HookApp) -> None:
     assert server.asgi is not None
     ops = server.asgi.operations
     assert ops is not None and ops.audit is not None and ops.audit.flush()
-
-
-@pytest.fixture
-def desk_server(tmp_path: Path) -> Any:
-    app = support_desk(f"sqlite:///{tmp_path / 'ctx.sqlite3'}")
-    config = ServerConfig(
-        tokens=[TOKEN],
-        inspector=True,
-        operations=OperationsConfig(
-            audit=[f"sqlite:{tmp_path / 'audit.sqlite3'}"], audit_text=True
-        ),
-    )
-    with running_server(app, tls=True, config=config) as server:
-        yield server, app
 
 
 def test_log_in_watch_events_arrive_open_one_and_filter(desk_server: Any, tmp_path: Path) -> None:

@@ -12,8 +12,6 @@ import re
 import ssl
 import subprocess
 import time
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,32 +25,10 @@ from handler_kit.config import OperationsConfig, ServerConfig
 from handler_kit.inspector import render
 from handler_kit.inspector.session import COOKIE_NAME, SessionSigner, jwt_expiry, session_secret
 from handler_kit.testing import RunningServer, running_server
+from tests.inspector.support import TOKEN, Inspected
 from tests.support.processes import REPO, clean_env, free_port, process, serve_argv
 
-TOKEN = "inspector-test-token-0123456789"
 PAGE = "/_inspector"
-
-
-Inspected = Callable[..., AbstractContextManager[tuple[RunningServer, HookApp]]]
-
-
-@pytest.fixture
-def inspected(tmp_path: Path, refund_app: HookApp) -> Inspected:
-    """``with inspected(tls=..., **config) as (server, app)``: the refund gate served with the
-    inspector on and an SQLite audit trail in ``tmp_path``."""
-
-    @contextmanager
-    def start(*, tls: bool = False, **config: Any) -> Iterator[tuple[RunningServer, HookApp]]:
-        options: dict[str, Any] = {
-            "tokens": [TOKEN],
-            "inspector": True,
-            "operations": OperationsConfig(audit=[f"sqlite:{tmp_path / 'audit.sqlite3'}"]),
-        }
-        options.update(config)
-        with running_server(refund_app, tls=tls, config=ServerConfig(**options)) as server:
-            yield server, refund_app
-
-    return start
 
 
 def fire(server: RunningServer, app: HookApp) -> None:
@@ -173,7 +149,10 @@ def test_a_forged_or_tampered_cookie_is_refused(inspected: Inspected) -> None:
         log_in(client)
         value = client.cookies[COOKIE_NAME]
         forged = SessionSigner(b"another-secret-another-secret!!").issue("token#0")
-        for cookie in (forged, value[:-2] + "AA", value.replace("v1.", "v2."), "x", ""):
+        # a changed signature: its last two characters replaced by two others
+        tampered = value[:-2] + ("AA" if value[-2:] != "AA" else "BB")
+        assert tampered != value
+        for cookie in (forged, tampered, value.replace("v1.", "v2."), "x", ""):
             response = httpx.get(server.url + f"{PAGE}/api/records", cookies={COOKIE_NAME: cookie})
             assert response.status_code == 401, cookie
 

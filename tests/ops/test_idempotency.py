@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from handler_kit import HookApp, PreToolUse, deny
 from handler_kit.config import OperationsConfig
@@ -21,7 +20,7 @@ from handler_kit.ops.operations import Operations
 from tests.support.apps import OPS_APP
 from tests.support.http import TOKEN, send_many
 from tests.support.payloads import pre_tool_use, read_jsonl
-from tests.support.processes import clean_env, free_port, redis_server, serve
+from tests.support.processes import clean_env, free_port, serve
 
 
 def _with_operations(
@@ -138,12 +137,6 @@ def test_ttl_expiry_runs_again() -> None:
 
 
 # -- Redis ----------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def redis_url() -> Any:
-    with redis_server() as url:
-        yield url
 
 
 def test_redis_sequential_and_concurrent_across_two_stores(redis_url: str) -> None:

@@ -47,42 +47,8 @@ def paths(data: Any, **options: Any) -> list[str]:
     return [i["path"] for i in issues(data, **options)]
 
 
-SPEC_DOCUMENT = {  # the reference's hooks document, as PUT takes it
-    "hooks": {
-        "SessionStart": [
-            {
-                "hooks": [
-                    {
-                        "type": "mcp_tool",
-                        "server": "context-server",
-                        "tool": "load_user_context",
-                        "input": {
-                            "slack_user_id": "${channel_user_id}",
-                            "first_user_message": "${prompt}",
-                        },
-                    }
-                ]
-            }
-        ],
-        "UserPromptSubmit": [
-            {
-                "hooks": [
-                    {
-                        "type": "http",
-                        "url": "https://hooks.example.com/runbear",
-                        "headers": {"Authorization": "Bearer …"},
-                        "timeout": 3,
-                        "failClosed": True,
-                    }
-                ]
-            }
-        ],
-    }
-}
-
-
-def test_documents_from_the_spec_are_valid() -> None:
-    first = SPEC_DOCUMENT
+def test_documents_from_the_spec_are_valid(spec_document: dict[str, Any]) -> None:
+    first = spec_document
     second = {
         "hooks": {
             "PreToolUse": [
@@ -369,15 +335,15 @@ def test_to_json_writes_failclosed_only_where_it_was_set() -> None:
     ]
 
 
-def test_get_shows_every_header_value_as_redacted() -> None:
-    document = parse_document(SPEC_DOCUMENT)
+def test_get_shows_every_header_value_as_redacted(spec_document: dict[str, Any]) -> None:
+    document = parse_document(spec_document)
     shown = document.to_json(redacted=True)
-    expected = json.loads(json.dumps(SPEC_DOCUMENT))
+    expected = json.loads(json.dumps(spec_document))
     (handler,) = expected["hooks"]["UserPromptSubmit"][0]["hooks"]
     handler["headers"] = {"Authorization": "<redacted>"}
     assert shown == expected
     assert "Bearer" not in json.dumps(shown)
-    assert document.to_json() == SPEC_DOCUMENT  # the document itself keeps its values
+    assert document.to_json() == spec_document  # the document itself keeps its values
     # Sent back on PUT, each <redacted> keeps the value stored for that URL and header name.
     stored = document.stored_headers()
     assert stored == {("https://hooks.example.com/runbear", "authorization"): "Bearer …"}

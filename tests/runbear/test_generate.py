@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from example_servers import context_loader, refund_gate
-from handler_kit import HookApp, PostToolUse, PreToolUse, SessionStart, Stop, UserPromptSubmit
+from handler_kit import HookApp, PreToolUse, Stop
 from handler_kit.cli import main as cli_main
 from handler_kit.dispatcher import Dispatcher
 from handler_kit.runbear.document import parse_document, validate_document
@@ -27,11 +27,10 @@ from handler_kit.runbear.generate import (
     tool_input_fields,
 )
 from handler_kit.server.mcp.tools import tool_input_schema
-from handler_kit.testing import running_server
+from handler_kit.testing import RunningServer
 from tests.support.processes import REPO
 
 BASE = "https://hooks.example.com"
-TOKEN = "doc-test-token-0123456789abcdef"
 MATCHER = refund_gate.REFUND_TOOLS
 
 
@@ -98,34 +97,8 @@ def test_context_loader_documents_validate() -> None:
         assert all("matcher" not in g for g in prompt_groups)
 
 
-def mixed_app() -> HookApp:
-    hooks = HookApp("mixed")
-
-    @hooks.session_start(matcher="startup", timeout=2.5)
-    def hello(event: SessionStart) -> str:
-        return "hi"
-
-    @hooks.user_prompt_submit(fail_closed=True, timeout=0.4)
-    def screen(event: UserPromptSubmit) -> None:
-        return None
-
-    @hooks.post_tool_use()
-    def note(event: PostToolUse) -> None:
-        return None
-
-    @hooks.stop(timeout=10)
-    def check(event: Stop) -> None:
-        return None
-
-    @hooks.on("PermissionRequest")
-    def permissions(event: Any) -> None:
-        return None
-
-    return hooks
-
-
-def test_timeouts_round_up_matchers_and_fail_closed_per_event() -> None:
-    generated = runbear_document(mixed_app(), base_url=BASE)
+def test_timeouts_round_up_matchers_and_fail_closed_per_event(mixed_app: HookApp) -> None:
+    generated = runbear_document(mixed_app, base_url=BASE)
     hooks = generated.document["hooks"]
     assert hooks["SessionStart"] == [{"matcher": "startup", "hooks": [http_entry("hello", 3)]}]
     assert hooks["UserPromptSubmit"] == [{"hooks": [http_entry("screen", 1, fail_closed=True)]}]
@@ -136,14 +109,14 @@ def test_timeouts_round_up_matchers_and_fail_closed_per_event() -> None:
     assert validate_document(generated.document).ok
 
 
-def test_events_runbear_does_not_run_are_skipped_or_refused() -> None:
-    generated = runbear_document(mixed_app(), base_url=BASE)
+def test_events_runbear_does_not_run_are_skipped_or_refused(mixed_app: HookApp) -> None:
+    generated = runbear_document(mixed_app, base_url=BASE)
     assert "PermissionRequest" not in generated.document["hooks"]
     assert len(generated.warnings) == 1
     assert "'permissions'" in generated.warnings[0]
     assert "PermissionRequest" in generated.warnings[0]
     with pytest.raises(GenerateError, match="PermissionRequest"):
-        runbear_document(mixed_app(), base_url=BASE, strict=True)
+        runbear_document(mixed_app, base_url=BASE, strict=True)
 
 
 def test_more_than_eight_handlers_on_an_event_is_refused() -> None:
@@ -283,12 +256,14 @@ def thread_events() -> list[dict[str, Any]]:
     ]
 
 
-def test_http_and_mcp_documents_decide_the_same_through_the_dispatcher() -> None:
+def test_http_and_mcp_documents_decide_the_same_through_the_dispatcher(
+    refund_server: RunningServer,
+) -> None:
     async def outcomes(document: dict[str, Any], url: str, mcp_url: str) -> list[dict[str, Any]]:
         async with Dispatcher(
             document,
             mcp_servers={"refund-gate": mcp_url},
-            mcp_headers={"refund-gate": {"Authorization": f"Bearer {TOKEN}"}},
+            mcp_headers={"refund-gate": {"Authorization": f"Bearer {refund_server.token}"}},
             allow_private=True,
         ) as dispatcher:
             results = []
@@ -300,16 +275,13 @@ def test_http_and_mcp_documents_decide_the_same_through_the_dispatcher() -> None
                 results.append(data)
             return results
 
-    with running_server(refund_gate.app, tokens=[TOKEN]) as server:
-        http_doc = runbear_document(refund_gate.app, base_url=server.url).document
-        http_doc = json.loads(
-            json.dumps(http_doc).replace(AUTHORIZATION_PLACEHOLDER, f"Bearer {TOKEN}")
-        )
-        mcp_doc = runbear_document(
-            refund_gate.app, transport="mcp", mcp_server="refund-gate"
-        ).document
-        via_http = asyncio.run(outcomes(http_doc, server.url, server.mcp_url))
-        via_mcp = asyncio.run(outcomes(mcp_doc, server.url, server.mcp_url))
+    http_doc = runbear_document(refund_gate.app, base_url=refund_server.url).document
+    http_doc = json.loads(
+        json.dumps(http_doc).replace(AUTHORIZATION_PLACEHOLDER, f"Bearer {refund_server.token}")
+    )
+    mcp_doc = runbear_document(refund_gate.app, transport="mcp", mcp_server="refund-gate").document
+    via_http = asyncio.run(outcomes(http_doc, refund_server.url, refund_server.mcp_url))
+    via_mcp = asyncio.run(outcomes(mcp_doc, refund_server.url, refund_server.mcp_url))
     assert via_http == via_mcp
     decisions = [(o["event"], o["decision"]) for o in via_mcp]
     assert decisions == [
@@ -337,21 +309,22 @@ def test_docs_example_is_what_the_command_prints() -> None:
     assert validate_document(shown, known_mcp_servers=["refund-gate"]).ok
 
 
-def test_a_generated_document_round_trips_through_hooks_document_into_the_dispatcher() -> None:
+def test_a_generated_document_round_trips_through_hooks_document_into_the_dispatcher(
+    refund_server: RunningServer,
+) -> None:
     """A generated document, held as a HooksDocument, is what the dispatcher runs: no
     ``failClosed`` where Runbear rejects it, whatever the model's defaults."""
-    with running_server(refund_gate.app, tokens=[TOKEN]) as server:
-        generated = runbear_document(refund_gate.app, base_url=server.url).document
-        generated = json.loads(
-            json.dumps(generated).replace(AUTHORIZATION_PLACEHOLDER, f"Bearer {TOKEN}")
-        )
-        document = parse_document(generated, allow_http=True)
-        written = document.to_json()
-        assert written == generated
-        for event in ("SessionStart", "PostToolUse", "Stop"):
-            assert all("failClosed" not in h for g in written["hooks"][event] for h in g["hooks"])
-        dispatcher = Dispatcher(document, allow_private=True)
-        outcomes = [dispatcher.dispatch_sync(event) for event in thread_events()]
+    generated = runbear_document(refund_gate.app, base_url=refund_server.url).document
+    generated = json.loads(
+        json.dumps(generated).replace(AUTHORIZATION_PLACEHOLDER, f"Bearer {refund_server.token}")
+    )
+    document = parse_document(generated, allow_http=True)
+    written = document.to_json()
+    assert written == generated
+    for event in ("SessionStart", "PostToolUse", "Stop"):
+        assert all("failClosed" not in h for g in written["hooks"][event] for h in g["hooks"])
+    dispatcher = Dispatcher(document, allow_private=True)
+    outcomes = [dispatcher.dispatch_sync(event) for event in thread_events()]
     assert [(o.event, o.decision) for o in outcomes] == [
         ("SessionStart", None),
         ("PreToolUse", "deny"),

@@ -13,7 +13,6 @@ import logging
 import ssl
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -21,23 +20,17 @@ from typing import Any
 import httpx
 import jwt
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 
 from handler_kit import HookApp
 from handler_kit.auth import AuthError, JWTAuth, StaticTokenAuth
 from handler_kit.config import ServerConfig
 from handler_kit.testing import running_server
+from tests.server.support import AUDIENCE, ISSUER, SECRET, TOKEN_A, TOKEN_B
 from tests.support.http import error_body
 from tests.support.payloads import REFUND_DENY, REFUND_EVENT
 from tests.support.processes import clean_env, free_port, process, serve_argv
 
-TOKEN_A = "token-a-0123456789abcdef"
-TOKEN_B = "token-b-fedcba9876543210"
-SECRET = "hs256-shared-secret-for-handler-kit-tests-" + "0123456789abcdef" * 2
 OTHER_SECRET = "another-secret-entirely-" + "fedcba9876543210" * 3
-AUDIENCE = "handler-kit-tests"
-ISSUER = "https://issuer.example"
 
 # -- helpers -------------------------------------------------------------------------------
 
@@ -86,25 +79,7 @@ def assert_ok(response: httpx.Response) -> None:
     assert response.json() == REFUND_DENY
 
 
-@pytest.fixture(scope="module")
-def rsa_keys() -> dict[str, Any]:
-    private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    public_pem = (
-        private.public_key()
-        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-        .decode()
-    )
-    return {"private": private, "other": other, "public_pem": public_pem}
-
-
 # -- static tokens -------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def static_server(refund_app: HookApp) -> Iterator[Any]:
-    with running_server(refund_app, tls=True, tokens=[TOKEN_A, TOKEN_B]) as server:
-        yield server
 
 
 def test_several_static_tokens_accepted_for_rotation(static_server):
@@ -163,13 +138,6 @@ def test_static_token_rules():
 # -- JWT: HS256 with a static secret -------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def hs_server(refund_app: HookApp) -> Iterator[Any]:
-    auth = JWTAuth(algorithms=["HS256"], key=SECRET, audience=AUDIENCE, issuer=ISSUER)
-    with running_server(refund_app, tls=True, config=ServerConfig(auth=auth)) as server:
-        yield server
-
-
 def hs(payload: dict[str, Any], secret: str = SECRET, algorithm: str = "HS256") -> str:
     return jwt.encode(payload, secret, algorithm=algorithm)
 
@@ -212,13 +180,6 @@ def test_hs256_payload_tampering_is_401(hs_server):
 
 
 # -- JWT: RS256 with a public key, and the HS/RS key confusion -----------------------------
-
-
-@pytest.fixture(scope="module")
-def rs_server(rsa_keys, refund_app: HookApp) -> Iterator[Any]:
-    auth = JWTAuth(algorithms=["RS256"], key=rsa_keys["public_pem"], audience=AUDIENCE)
-    with running_server(refund_app, tls=True, config=ServerConfig(auth=auth)) as server:
-        yield server
 
 
 def test_rs256_valid_token(rs_server, rsa_keys):
@@ -425,7 +386,8 @@ def test_tokens_never_logged_by_a_debug_server_process():
     bad = hs(claims(iss=None), secret=OTHER_SECRET)
     expired = hs(claims(iss=None, exp=int(time.time()) - 3600))
     url = f"http://127.0.0.1:{port}"
-    argv = serve_argv("example_servers.refund_gate:app", port, "--log-level", "debug")
+    # crashy: a fail-closed gate that raises, so a traceback is logged
+    argv = serve_argv("tests.support.apps.command:crashy", port, "--log-level", "debug")
     with process(argv, env) as server:
         server.wait_healthy(url, timeout=60)
         with httpx.Client(base_url=url, timeout=10) as http:
@@ -451,7 +413,7 @@ def test_tokens_never_logged_by_a_debug_server_process():
                 json={
                     "hook_event_name": "PreToolUse",
                     "tool_name": "issue_refund",
-                    "tool_input": {"amount": "NaN"},
+                    "tool_input": {"amount": 640},
                 },
                 headers={"Authorization": f"Bearer {good}"},
             )

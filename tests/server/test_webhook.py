@@ -17,111 +17,15 @@ from typing import Any
 import httpx
 import pytest
 
-from handler_kit import HookApp, allow, block, context, deny, rewrite
-from handler_kit.config import DEFAULT_MAX_BODY_BYTES, ServerConfig
+from handler_kit import HookApp, allow, context, deny
+from handler_kit.config import DEFAULT_MAX_BODY_BYTES
 from handler_kit.core.vocabulary import DEFAULT_CALLS_PER_HANDLER, MAX_INPUT_DEPTH, server_deadline
 from handler_kit.testing import running_server
+from tests.server.support import TOKEN, client_for
+from tests.support.apps.webhook import HANG_CLOSED_TIMEOUT, HANG_OPEN_TIMEOUT, SECRET_DETAIL
 from tests.support.http import error_body
 
-TOKEN = "webhook-test-token-0123456789"
-SECRET_DETAIL = "db-password-hunter2 at /srv/secret/config.py"
-HANG_OPEN_TIMEOUT = 1.0
-HANG_CLOSED_TIMEOUT = 2.0
 NOTICE = "configured to fail closed"
-
-hooks = HookApp("webhook-tests")
-
-
-@hooks.pre_tool_use(matcher="issue_refund|orders__refund", fail_closed=True)
-async def gate(event):
-    if (event.tool_input or {}).get("amount", 0) > 500:
-        return deny("Refunds over $500 need a human approver.")
-    return None
-
-
-@hooks.pre_tool_use(matcher="special_tool")
-def named_only(event):
-    return deny("special")
-
-
-@hooks.post_tool_use(matcher="crash_tool")
-def raises(event):
-    raise RuntimeError(SECRET_DETAIL)
-
-
-@hooks.post_tool_use(matcher="hang_tool", timeout=HANG_OPEN_TIMEOUT)
-async def hangs_open(event):
-    await asyncio.sleep(30)
-
-
-@hooks.pre_tool_use(matcher="hang_gate", timeout=HANG_CLOSED_TIMEOUT, fail_closed=True)
-async def hangs_closed(event):
-    await asyncio.sleep(30)
-
-
-@hooks.pre_tool_use(matcher="crash_gate", fail_closed=True)
-def crashes_closed(event):
-    raise RuntimeError(SECRET_DETAIL)
-
-
-@hooks.session_start(matcher="resume")
-def wrong_helper_open(event):
-    return deny("SessionStart cannot deny")
-
-
-@hooks.pre_tool_use(matcher="wrong_gate", fail_closed=True)
-def wrong_helper_closed(event):
-    return block("PreToolUse has no block")
-
-
-@hooks.user_prompt_expansion(fail_closed=True)
-def wrong_helper_expansion(event):
-    return rewrite({"not": "on this event"})
-
-
-@hooks.post_tool_use(matcher="weird_tool")
-def unserializable(event):
-    # a field PostToolUse has, holding a value JSON cannot carry
-    return {"hookSpecificOutput": {"additionalContext": "x", "updatedToolOutput": object()}}
-
-
-@hooks.user_prompt_submit()
-def echo_prompt(event):
-    return context(f"You said: {event.prompt}")
-
-
-@hooks.stop()
-def stop_context(event):
-    return "reply checked"
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[Any]:
-    with running_server(hooks, tls=True, tokens=[TOKEN]) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def strict_server() -> Iterator[Any]:
-    config = ServerConfig(tokens=[TOKEN], require_event_header=True, max_body_bytes=4096)
-    with running_server(hooks, tls=True, config=config) as running:
-        yield running
-
-
-@pytest.fixture
-def http(server) -> Iterator[httpx.Client]:
-    with client_for(server) as client:
-        yield client
-
-
-def client_for(server, **options: Any) -> httpx.Client:
-    return httpx.Client(
-        base_url=server.url,
-        headers={"Authorization": f"Bearer {TOKEN}"},
-        verify=ssl.create_default_context(cafile=server.ca_file),
-        timeout=options.pop("timeout", 10),
-        **options,
-    )
 
 
 def pre(tool: str = "issue_refund", **tool_input: Any) -> dict[str, Any]:

@@ -4,7 +4,6 @@ the same answers, typed."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,33 +14,12 @@ from handler_kit import (
     PreToolUse,
     Stop,
     UserPromptSubmit,
-    block,
     deny,
-    rewrite,
 )
 from handler_kit.config import ServerConfig
 from handler_kit.core.outputs import OutputError
 from handler_kit.testing import HookClient, HookResult, running_server
-
-hooks = HookApp("client-tests")
-
-
-@hooks.pre_tool_use(matcher="Bash")
-def add_flag(event: PreToolUse):
-    return rewrite({**(event.tool_input or {}), "safe": True})
-
-
-@hooks.user_prompt_submit()
-def prompt_policy(event: UserPromptSubmit):
-    if "forbidden" in (event.prompt or ""):
-        return block("Not here.")
-    return f"user: {event.user_name}"
-
-
-@hooks.post_tool_use(matcher="boom")
-def explodes(event):
-    raise RuntimeError("boom")
-
+from tests.support.apps.client import app as hooks
 
 EVENTS: list[tuple[dict[str, Any] | Any, str | None]] = [
     ({"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"}}, None),
@@ -56,18 +34,6 @@ EVENTS: list[tuple[dict[str, Any] | Any, str | None]] = [
     (PreToolUse(hook_event_name="PreToolUse", tool_name="Bash", tool_input={"a": 1}), None),
     (Stop(hook_event_name="Stop", last_assistant_message="done"), None),
 ]
-
-
-@pytest.fixture(scope="module")
-def clients() -> Iterator[tuple[HookClient, HookClient]]:
-    """Both modes, compared answer for answer: the in-process one reads a crash as the 500 the
-    server sends, as the URL one must, rather than raising it."""
-    with (
-        running_server(hooks, tls=True) as server,
-        server.client() as over_https,
-        HookClient.for_app(hooks, raise_handler_exceptions=False) as in_process,
-    ):
-        yield in_process, over_https
 
 
 def comparable(result: HookResult) -> tuple:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -23,9 +22,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from example_servers import refund_gate
-from handler_kit.config import ServerConfig
 from handler_kit.server.mcp import _fast_path, create_mcp_mount
-from handler_kit.testing import RunningServer, running_server
+from handler_kit.testing import RunningServer
 from tests.server.mcp.support import (
     DENY_640,
     DENY_ARGS,
@@ -37,24 +35,6 @@ from tests.server.mcp.support import (
     run,
     with_client,
 )
-
-
-@pytest.fixture(scope="module")
-def twin_servers() -> Iterator[tuple[RunningServer, RunningServer, PathCounter]]:
-    """The refund gate twice: fast path on, and off (every request through the SDK)."""
-    counter = PathCounter()
-    counted = refund_gate.app.extended(observers=[counter])
-    config = ServerConfig(tokens=[TOKEN])
-    without = ServerConfig(tokens=[TOKEN], mcp_fast_path=False)
-    with (
-        running_server(counted, config=config) as fast,
-        running_server(counted, config=without) as sdk,
-    ):
-        assert fast.asgi is not None and fast.asgi.mcp_mount is not None
-        assert sdk.asgi is not None and sdk.asgi.mcp_mount is not None
-        assert fast.asgi.mcp_mount.fast_path and not sdk.asgi.mcp_mount.fast_path
-        yield fast, sdk, counter
-
 
 MODERN = "2026-07-28"
 META = {

@@ -7,12 +7,10 @@ Both protocol eras are exercised: the client's ``auto`` mode (2026-07-28, no han
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import json
 import pkgutil
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -21,7 +19,7 @@ from mcp import Client
 
 import example_servers
 from example_servers import context_loader, refund_gate
-from handler_kit import HookApp, PostToolUse, PreToolUse, Stop, block, deny
+from handler_kit import HookApp
 from handler_kit.config import ServerConfig
 from handler_kit.testing import RunningServer, running_server
 from tests.docs.pages import blocks, section
@@ -136,38 +134,6 @@ def test_stop_guard_holds(gate: RunningServer, mode: str) -> None:
     again = run(call(gate, mode, "cite_ticket", {**reply, "stop_hook_active": True}))
     assert again.is_error is False
     assert only_text(again) == "{}"
-
-
-def failing_app() -> HookApp:
-    hooks = HookApp("failing")
-
-    @hooks.post_tool_use()
-    def crashes(event: PostToolUse) -> None:
-        """Always raises."""
-        raise RuntimeError("secret database password hunter2")
-
-    @hooks.pre_tool_use(matcher="issue_refund", fail_closed=True)
-    def crashing_gate(event: PreToolUse) -> None:
-        """A policy gate that raises."""
-        raise RuntimeError("secret detail")
-
-    @hooks.pre_tool_use(name="slow_gate", timeout=1, fail_closed=True)
-    async def slow_gate(event: PreToolUse) -> Any:
-        await asyncio.sleep(5)
-        return deny("too late")
-
-    @hooks.stop(timeout=1)
-    async def slow_check(event: Stop) -> Any:
-        await asyncio.sleep(3)
-        return block("too late")
-
-    return hooks
-
-
-@pytest.fixture(scope="module")
-def failing() -> Iterator[RunningServer]:
-    with running_server(failing_app(), tokens=[TOKEN]) as server:
-        yield server
 
 
 @pytest.mark.parametrize("mode", MODES)

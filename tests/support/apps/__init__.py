@@ -1,5 +1,7 @@
-"""The test apps that run in ``handler-kit`` subprocesses, and the ``MODULE:ATTR`` targets that
-load them from the repository root (the directory the subprocesses run in).
+"""The test apps, one per purpose: those that run in ``handler-kit`` subprocesses (with the
+``MODULE:ATTR`` targets below, which load them from the repository root, the directory the
+subprocesses run in), and those the folders' fixtures serve in process (``client``,
+``runtime_semantics``, ``webhook``).
 
 Nothing is imported here: the command-hook tests check what starting one of these apps loads.
 """
