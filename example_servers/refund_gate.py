@@ -2,7 +2,9 @@
 
 - PreToolUse on ``issue_refund`` and on the order system's ``refund`` tool under every
   runtime's name for it (``orders_refund``, ``orders__refund``, ``mcp__orders__refund``...):
-  denies refunds over the limit, fail closed, so an outage never lets one through;
+  denies refunds over the limit, fail closed, so an outage never lets one through; an amount
+  that is no refund (negative, NaN, infinite, absurdly large: ``-640``, ``1e999``) is denied
+  too, as not a valid refund amount, since comparing it with the limit says nothing;
 - SessionStart: puts the current returns policy in context, so a policy change needs no prompt
   edit;
 - Stop: sends back a reply that does not cite the ticket number, once (never loops);
@@ -52,12 +54,20 @@ RETURNS_POLICY = os.environ.get("RETURNS_POLICY") or DEFAULT_POLICY.format(
 )
 DENY_REASON = f"Refunds over ${money(REFUND_LIMIT)} need a human approver."
 TICKET_PATTERN = re.compile(os.environ.get("TICKET_PATTERN", r"#\d+"))
+# No order comes near it: a larger figure (``"1e999"``) is a malformed amount, and writing one
+# out in full, as the audit note does, takes memory in proportion to its exponent.
+LARGEST_AMOUNT = Decimal("1e15")
+UNREADABLE_REASON = "The refund amount could not be read; a human approver must check it."
+INVALID_REASON = "The amount is not a valid refund amount; a human approver must check it."
 
 app = HookApp("refund-gate", description="Refund policy gate for a support agent.")
 
 
 def refund_amount(tool_input: dict[str, object] | None) -> Decimal | None:
-    """The refund amount of a tool call (a number or a string like "$640.00"), or None."""
+    """The refund amount of a tool call (a number or a string like "$640.00"), or None.
+
+    It may be one no refund can have (see :func:`is_refund`).
+    """
     raw = (tool_input or {}).get("amount")
     if type(raw) is int:  # the common case, and the hot path of every refund call
         return Decimal(raw)
@@ -69,12 +79,22 @@ def refund_amount(tool_input: dict[str, object] | None) -> Decimal | None:
         return None
 
 
+def is_refund(amount: Decimal) -> bool:
+    """Whether a refund can be of ``amount``: not negative, and under :data:`LARGEST_AMOUNT`.
+    A negative refund is a charge, and NaN or an infinity is no sum of money (NaN is neither
+    over nor under the limit, and -Infinity is under every limit)."""
+    return amount.is_finite() and 0 <= amount < LARGEST_AMOUNT
+
+
 @app.pre_tool_use(matcher=REFUND_TOOLS, fail_closed=True)
 async def refund_gate(event: PreToolUse):
-    """Deny refunds over the limit; a refund whose amount cannot be read is denied too."""
+    """Deny refunds over the limit; a refund whose amount cannot be read, or is no refund's
+    amount, is denied too."""
     amount = refund_amount(event.tool_input)
     if amount is None:
-        return deny("The refund amount could not be read; a human approver must check it.")
+        return deny(UNREADABLE_REASON)
+    if not is_refund(amount):
+        return deny(INVALID_REASON)
     if amount > REFUND_LIMIT:
         return deny(DENY_REASON)
     return None  # no opinion: the call runs
@@ -99,5 +119,7 @@ def refund_audit_note(event: PostToolUse) -> str:
     """A note next to every refund result, for the agent and the audit trail."""
     amount = refund_amount(event.tool_input)
     order = (event.tool_input or {}).get("order_id", "unknown")
-    shown = f"${amount:,.2f}" if amount is not None else "an unreadable amount"
+    shown = (
+        f"${amount:,.2f}" if amount is not None and is_refund(amount) else "an unreadable amount"
+    )
     return f"Refund of {shown} on order {order} recorded for audit (tool call {event.tool_use_id})."

@@ -1,6 +1,9 @@
 """``make run``: serve an example app on HOST:PORT, with a token generated when none is set.
 
-Prints the token and a ready-to-paste curl command, then runs ``handler-kit serve``.
+Prints a ready-to-paste curl command, then runs ``handler-kit serve``. The curl carries the
+token only when this script generated it: a token set in ``HANDLER_KIT_TOKENS`` is the
+user's own, possibly a production one, and a container's log is no place for it, so the curl
+shows a placeholder instead.
 """
 
 from __future__ import annotations
@@ -25,9 +28,10 @@ EXAMPLES = {
         '"prompt":"Can I get a refund for order 4821?"}',
     ),
 }
+USER_TOKEN = "<your HANDLER_KIT_TOKENS token>"
 CURL = """\
 Serving {target} on http://{host}:{port}
-Bearer token: {token}
+Bearer token: {shown}
 
 Try it:
   curl -s http://{host}:{port}{route} \\
@@ -47,17 +51,19 @@ def main(argv: list[str]) -> int:
     target, route, event = EXAMPLES[name]
     host = os.environ.get("HOST", "127.0.0.1")
     port = os.environ.get("PORT", "8000")
-    tokens = os.environ.get("HANDLER_KIT_TOKENS", "")
-    if not tokens.strip():
-        tokens = secrets.token_urlsafe(24)
-        os.environ["HANDLER_KIT_TOKENS"] = tokens
-    token = tokens.split(",")[0].strip()
+    if os.environ.get("HANDLER_KIT_TOKENS", "").strip():
+        token = shown = USER_TOKEN
+    else:
+        token = secrets.token_urlsafe(24)
+        os.environ["HANDLER_KIT_TOKENS"] = token
+        shown = f"{token} (generated; set HANDLER_KIT_TOKENS to choose your own)"
     event_name = json.loads(event)["hook_event_name"]
     text = CURL.format(
         target=target,
         host=host,
         port=port,
         token=token,
+        shown=shown,
         route=route,
         event=event,
         event_name=event_name,

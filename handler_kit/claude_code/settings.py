@@ -31,12 +31,15 @@ are free-form; the server ignores it). ``install`` replaces exactly the entries 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
+import secrets
 import shlex
+import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from handler_kit.config import CLIENT_TOKEN_VARIABLE
@@ -413,14 +416,16 @@ class SettingsError(Exception):
 def read_settings(path: str) -> tuple[bytes | None, dict[str, Any]]:
     """(the file's bytes, its JSON object); (None, {}) when it does not exist."""
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
+        with _SettingsFolder(path) as folder:
+            raw = folder.read()
     except FileNotFoundError:
         return None, {}
-    except OSError as exc:
-        raise SettingsError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if not raw.strip():
-        return raw, {}
+    return raw, _parse_settings(path, raw)
+
+
+def _parse_settings(path: str, raw: bytes | None) -> dict[str, Any]:
+    if raw is None or not raw.strip():
+        return {}
     try:
         data = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -432,9 +437,15 @@ def read_settings(path: str) -> tuple[bytes | None, dict[str, Any]]:
         raise SettingsError(
             f"{path} is not valid JSON{where}; fix it first, nothing was written"
         ) from None
+    except RecursionError:
+        raise _too_deep(path) from None
     if not isinstance(data, dict):
         raise SettingsError(f"{path} holds a JSON {type(data).__name__}, not an object")
-    return raw, data
+    return data
+
+
+def _too_deep(path: str) -> SettingsError:
+    return SettingsError(f"{path} nests its JSON too deeply to read; nothing was written")
 
 
 def render_settings(data: dict[str, Any], original: bytes | None) -> bytes:
@@ -455,36 +466,129 @@ def render_settings(data: dict[str, Any], original: bytes | None) -> bytes:
 
 def write_atomically(path: str, data: bytes, *, backup: bytes | None) -> str | None:
     """Replace ``path`` with ``data`` in one step (temp file in the same folder, fsync,
-    ``os.replace``), keeping the file's mode; write ``backup`` to ``PATH.bak`` first.
+    ``os.replace``), keeping the file's mode; write ``backup`` to ``PATH.bak`` first, with the
+    same mode.
 
-    Returns the backup path, if one was written. A symlinked settings file is written through.
+    Returns the backup path, if one was written. The links on the way to ``path`` are resolved
+    once (:func:`install` checks where they lead first); in the file's folder no name is
+    followed: a link at ``PATH.bak`` is replaced by the backup, never written through.
     """
-    target = os.path.realpath(path)
-    folder = os.path.dirname(target) or "."
-    os.makedirs(folder, exist_ok=True)
-    backup_path = None
-    if backup is not None:
-        backup_path = f"{path}.bak"
-        with open(backup_path, "wb") as fh:
-            fh.write(backup)
-    try:
-        mode = os.stat(target).st_mode & 0o7777
-    except FileNotFoundError:
-        mode = 0o644
-    tmp = os.path.join(folder, f".{os.path.basename(target)}.{os.getpid()}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    return backup_path
+    with _SettingsFolder(path, create=True) as folder:
+        return folder.write(data, backup=backup)
+
+
+class _SettingsFolder:
+    """The real folder of a settings file, held open: every name in it (the file, its backup,
+    the temp files, the lock) is reached through the folder's descriptor without following a
+    link. A repository can ship any of those names as a link (``settings.json.bak ->
+    ~/.bashrc``); writing through one would overwrite a file outside the project."""
+
+    def __init__(self, path: str, *, create: bool = False) -> None:
+        self.path = os.path.realpath(path)
+        self.folder, self.name = os.path.split(self.path)
+        if create:
+            os.makedirs(self.folder, exist_ok=True)
+        self.fd = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+
+    def __enter__(self) -> _SettingsFolder:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        os.close(self.fd)
+
+    def read(self) -> bytes | None:
+        """The file's bytes, or None when it does not exist."""
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        try:
+            fd = os.open(self.name, flags, dir_fd=self.fd)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise SettingsError(f"cannot read {self.path}: {exc.strerror or exc}") from None
+        with os.fdopen(fd, "rb") as fh:
+            # a FIFO or a device would never end, or never start
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise SettingsError(f"{self.path} is not a regular file; nothing was written")
+            return fh.read()
+
+    def write(self, data: bytes, *, backup: bytes | None) -> str | None:
+        try:
+            mode: int | None = stat.S_IMODE(
+                os.stat(self.name, dir_fd=self.fd, follow_symlinks=False).st_mode
+            )
+        except FileNotFoundError:
+            mode = None  # a new file gets the umask's mode, as any file the user creates
+        backup_path = None
+        if backup is not None:
+            # the original's mode: a 0600 settings file holds what its owner keeps private
+            self._replace(f"{self.name}.bak", backup, mode)
+            backup_path = f"{self.path}.bak"
+        self._replace(self.name, data, mode)
+        with contextlib.suppress(OSError):  # not every filesystem syncs a folder
+            os.fsync(self.fd)
+        return backup_path
+
+    def _replace(self, name: str, data: bytes, mode: int | None) -> None:
+        """``name`` holds ``data``: a new file created beside it (never an existing name),
+        synced, then renamed over it. A rename replaces a link; it never writes through one."""
+        tmp = f".{name}.{secrets.token_hex(4)}.tmp"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(tmp, flags, 0o666 if mode is None else 0o600, dir_fd=self.fd)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                if mode is not None:
+                    os.fchmod(fh.fileno(), mode)  # exactly the original's, whatever the umask
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=self.fd)
+            raise
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the file's install lock, so that installs into one file run one at a time: each
+        reads the file after the one before wrote it, and none loses another's hooks.
+
+        The lock is ``flock`` on a lock file beside the settings file, which its holder removes
+        before unlocking; so a waiter that gets the lock on a removed file tries again, and no
+        lock file is left behind.
+        """
+        import fcntl
+
+        name = f".{self.name}.lock"
+        shown = os.path.join(self.folder, name)
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        while True:
+            try:
+                fd = os.open(name, flags, 0o600, dir_fd=self.fd)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise SettingsError(
+                        f"the lock file {shown} is a symbolic link; remove it (nothing was written)"
+                    ) from None
+                raise SettingsError(f"cannot create {shown}: {exc.strerror or exc}") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                held = os.fstat(fd)
+                try:
+                    linked = os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+                except FileNotFoundError:
+                    linked = None
+            except BaseException:
+                os.close(fd)
+                raise
+            if linked is not None and (linked.st_dev, linked.st_ino) == (held.st_dev, held.st_ino):
+                break
+            os.close(fd)  # its holder removed it while this one waited: take the new one
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(name, dir_fd=self.fd)
+            os.close(fd)
 
 
 def install(
@@ -500,15 +604,22 @@ def install(
     project_dir: str | None = None,
     python: str | None = None,
     dry_run: bool = False,
+    follow_symlink: bool = False,
 ) -> str:
     """Install ``app``'s hooks into the settings file at ``path``; return what was done.
 
     The options are :func:`claude_code_hooks`'s; ``project_dir`` defaults to
-    :func:`project_dir_of` ``path``. Raises :class:`SettingsError` (invalid file) or
-    ``ValueError`` (bad options). A missing file is created; an unchanged result leaves the
-    file's bytes alone; ``dry_run`` prints a unified diff on stdout and writes nothing.
+    :func:`project_dir_of` ``path``. Raises :class:`SettingsError` (invalid file, or a link out
+    of the project) or ``ValueError`` (bad options). A missing file is created; an unchanged
+    result leaves the file's bytes alone; ``dry_run`` prints a unified diff on stdout and
+    writes nothing.
+
+    A ``path`` whose links lead out of its project (out of its own folder, for a file in no
+    runtime's settings folder) is refused unless ``follow_symlink``. Installs into one file
+    wait for each other: the file is read, merged and written under a lock.
     """
-    raw, settings = read_settings(path)
+    target = _checked_target(path, runtime, follow_symlink)
+    notes: list[str] = []  # told after the file is read: an unreadable file is the news
     block = claude_code_hooks(
         app,
         module_attr,
@@ -519,24 +630,82 @@ def install(
         runtime=runtime,
         project_dir=project_dir or project_dir_of(path, runtime),
         python=python,
+        warn=notes.append,
     )
-    for warning in fail_open_warnings(app, runtime=runtime, base_url=base_url, via=via):
-        _warn_stderr(warning)
-    updated = merge_hooks(settings, block, module_attr)
-    if "hooks" not in settings and not updated["hooks"]:
-        del updated["hooks"]
+    notes += fail_open_warnings(app, runtime=runtime, base_url=base_url, via=via)
     count = sum(len(groups) for groups in block.values())
     what = f"{count} hook{'s' if count != 1 else ''} of {module_attr}"
-    if raw is not None and _same(updated, settings):
-        return f"{path} already has the {what}; nothing written"
-    new_bytes = render_settings(updated, raw)
     if dry_run:
-        _print_diff(path, raw, new_bytes)
+        raw, settings = read_settings(target)
+        _warn_all(notes)
+        data = _updated(path, raw, settings, block, module_attr)
+        if data is None:
+            return f"{path} already has the {what}; nothing written"
+        _print_diff(path, raw, data)
         return f"dry run: {path} would get the {what}; nothing written"
-    backup = write_atomically(path, new_bytes, backup=raw)
+    with _SettingsFolder(target, create=True) as folder, folder.locked():
+        raw = folder.read()  # under the lock: what the install before this one wrote
+        settings = _parse_settings(path, raw)
+        _warn_all(notes)
+        data = _updated(path, raw, settings, block, module_attr)
+        if data is None:
+            return f"{path} already has the {what}; nothing written"
+        backup = folder.write(data, backup=raw)
     if backup is None:
         return f"created {path} with the {what}"
     return f"installed the {what} into {path} (previous version: {backup})"
+
+
+def _warn_all(warnings: list[str]) -> None:
+    for warning in warnings:
+        _warn_stderr(warning)
+
+
+def _updated(
+    path: str,
+    raw: bytes | None,
+    settings: dict[str, Any],
+    block: dict[str, list[dict[str, Any]]],
+    module_attr: str,
+) -> bytes | None:
+    """The file's new bytes with ``block`` installed, or None when it has it already."""
+    try:
+        updated = merge_hooks(settings, block, module_attr)
+        if "hooks" not in settings and not updated["hooks"]:
+            del updated["hooks"]
+        if raw is not None and _same(updated, settings):
+            return None
+        return render_settings(updated, raw)
+    except RecursionError:  # a file json.loads could read may still be too deep to write
+        raise _too_deep(path) from None
+
+
+def _checked_target(path: str, runtime: str, follow_symlink: bool) -> str:
+    """The file ``path`` names, its links resolved. Links that lead out of the project (a
+    repository's ``.claude/settings.json -> ~/.claude/settings.json``) are refused unless
+    ``follow_symlink``: the user asked to change this project's settings, not that file."""
+    real = os.path.realpath(path)
+    if follow_symlink:
+        return real
+    root = os.path.realpath(_link_root(path, runtime))
+    if os.path.commonpath([real, root]) != root:
+        raise SettingsError(
+            f"{path} leads through a symbolic link to {real}, outside {root}; nothing was "
+            "written (--follow-symlink writes there)"
+        )
+    return real
+
+
+def _link_root(path: str, runtime: str) -> str:
+    """The folder a settings file's links must stay in: its project (the folder above the
+    runtime's settings folder), or for a file elsewhere the folder that holds it."""
+    folder = os.path.dirname(os.path.abspath(path))
+    root = folder
+    for name in reversed(SETTINGS_FOLDERS.get(runtime, ())):
+        if os.path.basename(root) != name:
+            return folder
+        root = os.path.dirname(root)
+    return root
 
 
 def project_dir_of(path: str, runtime: str = CLAUDE_CODE) -> str:

@@ -83,6 +83,12 @@ def add_install_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dry-run", action="store_true", help="print the change as a unified diff; write nothing"
     )
+    parser.add_argument(
+        "--follow-symlink",
+        action="store_true",
+        help="write through a settings path whose symbolic links lead out of its project "
+        "(refused without this option)",
+    )
 
 
 def run_install(args: argparse.Namespace) -> int:
@@ -107,6 +113,7 @@ def run_install(args: argparse.Namespace) -> int:
             runtime=args.runtime,
             project_dir=project,
             dry_run=args.dry_run,
+            follow_symlink=args.follow_symlink,
         )
     except (LoadError, SettingsError, ValueError) as exc:
         return _fail(str(exc))

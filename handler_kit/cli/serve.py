@@ -56,6 +56,30 @@ _VALUE_OPTIONS: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
         "max_body_bytes",
         {"type": lambda v: parse_size("--max-body-bytes", v), "metavar": "SIZE"},
     ),
+    (
+        "--max-connections",
+        "serve",
+        "max_connections",
+        {"type": lambda v: parse_positive_int("--max-connections", v), "metavar": "N"},
+    ),
+    (
+        "--keep-alive-timeout",
+        "serve",
+        "keep_alive_timeout",
+        {"type": lambda v: parse_duration("--keep-alive-timeout", v), "metavar": "SECONDS"},
+    ),
+    (
+        "--header-timeout",
+        "serve",
+        "header_timeout",
+        {"type": lambda v: parse_duration("--header-timeout", v), "metavar": "SECONDS"},
+    ),
+    (
+        "--max-header-bytes",
+        "serve",
+        "max_header_bytes",
+        {"type": lambda v: parse_size("--max-header-bytes", v), "metavar": "SIZE"},
+    ),
 )
 # flags that turn a setting on
 _FLAG_OPTIONS: tuple[tuple[str, str, str], ...] = (
@@ -70,6 +94,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", metavar="MODULE:ATTR", help="the HookApp to serve")
     for option, section, name, extra in _VALUE_OPTIONS:
         setting = setting_for(section, name)
+        if "type" in extra:
+            extra = {**extra, "type": _usage_checked(extra["type"])}
         parser.add_argument(option, default=None, help=setting.describe(), **extra)
     for option, section, name in _FLAG_OPTIONS:
         setting = setting_for(section, name)
@@ -92,6 +118,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="serve HTTPS with a cached self-signed CA for localhost (development only; "
         f"kept in {setting_for('serve', 'dev_tls_dir').default}, env HANDLER_KIT_DEV_TLS_DIR)",
     )
+
+
+def _usage_checked(parse: Any) -> Any:
+    """``parse`` as an argparse type whose refusal is the setting's own message (naming the
+    option and what it takes): argparse shows a type's message only for ArgumentTypeError,
+    and for a ValueError only the function's name, such as ``invalid <lambda> value``."""
+
+    def check(raw: str) -> Any:
+        try:
+            return parse(raw)
+        except ConfigError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return check
 
 
 def configure(args: argparse.Namespace, base: ServeConfig) -> ServeConfig:
@@ -120,6 +160,11 @@ def run(args: argparse.Namespace) -> int:
         config = configure(args, ServeConfig.from_env())
     except ConfigError as exc:
         return _fail(str(exc))
+    if config.log_level == "trace":
+        # uvicorn's level below DEBUG: logging knows its name only once uvicorn defines it
+        from uvicorn.logging import TRACE_LOG_LEVEL
+
+        logging.addLevelName(TRACE_LOG_LEVEL, "TRACE")
     logging.basicConfig(
         level=config.log_level.upper(), format="%(levelname)s %(name)s: %(message)s"
     )
@@ -170,6 +215,8 @@ def run(args: argparse.Namespace) -> int:
 
     import uvicorn
 
+    from handler_kit.server._protocols import protocol_class
+
     uvicorn.run(
         "handler_kit.server.app:app_from_env",
         factory=True,
@@ -185,6 +232,16 @@ def run(args: argparse.Namespace) -> int:
         access_log=config.access_log,
         proxy_headers=False,
         server_header=False,
+        # connection limits (docs/production.md): what uvicorn has, and what its protocol
+        # lacks (an idle timer from the start, a head timeout and size) in a subclass
+        limit_concurrency=config.max_connections,
+        backlog=config.backlog,
+        timeout_keep_alive=math.ceil(config.keep_alive_timeout),
+        http=protocol_class(
+            keep_alive=config.keep_alive_timeout,
+            head_timeout=config.header_timeout,
+            max_head_bytes=config.max_header_bytes,
+        ),
     )
     return 0
 

@@ -481,6 +481,8 @@ def _write_stderr(code: int, err: str, logs: list[str], log_file: str | None) ->
 
 
 def _write(stream: Any, data: bytes) -> None:
+    if stream is None:  # closed before the process started (``2>&-``): nowhere to write
+        return
     try:
         stream.flush()
         buffer = getattr(stream, "buffer", None)
@@ -501,6 +503,11 @@ class _StdoutGuard:
     the answer. The answer itself goes to the saved real stdout, so a handler thread still
     running past its deadline cannot write into it either. Where an anonymous scratch file
     cannot be made (not Linux), fd 1 points at stderr instead.
+
+    A process started with stdout closed (``>&-``) has nowhere to write its answer, and is
+    still guarded: whatever it opened next (the event loop's selector, an audit database, a
+    log) would otherwise be given fd 1, and output meant for stdout would go into that. The
+    exit code is the answer's all the same (the whole answer, in the exit-code dialect).
     """
 
     def __init__(self, tmpdir: str | None = None) -> None:
@@ -513,10 +520,18 @@ class _StdoutGuard:
             sys.stdout.flush()
         try:
             self.saved_fd = os.dup(1)
-        except OSError:  # no stdout at all: nothing to protect
-            return self
-        self.scratch_fd = _anonymous_file(self.tmpdir)
-        os.dup2(self.scratch_fd if self.scratch_fd is not None else 2, 1)
+        except OSError:  # stdout is closed: the answer is dropped, fd 1 still taken below
+            self.saved_fd = None
+        self.scratch_fd = _anonymous_file(self.tmpdir)  # fd 1 itself when stdout is closed
+        try:
+            os.dup2(self.scratch_fd if self.scratch_fd is not None else 2, 1)
+        except OSError:  # no scratch file and no stderr either
+            null = os.open(os.devnull, os.O_WRONLY)
+            if null != 1:
+                os.dup2(null, 1)
+                os.close(null)
+        # a file opened straight onto fd 1 is close-on-exec: child processes need it too
+        os.set_inheritable(1, True)
         return self
 
     def chatter(self) -> list[str]:
@@ -536,10 +551,7 @@ class _StdoutGuard:
 
     def write_stdout(self, data: bytes) -> None:
         """Write the answer to the real stdout."""
-        if not data:
-            return
-        if self.saved_fd is None:
-            _write(sys.stdout, data)
+        if not data or self.saved_fd is None:  # nothing to write, or stdout is closed
             return
         view = memoryview(data)
         try:
@@ -554,7 +566,10 @@ class _StdoutGuard:
         if self.saved_fd is not None:
             os.dup2(self.saved_fd, 1)
             os.close(self.saved_fd)
-        if self.scratch_fd is not None:
+        else:  # closed again, as it was
+            with contextlib.suppress(OSError):
+                os.close(1)
+        if self.scratch_fd is not None and self.scratch_fd != 1:
             os.close(self.scratch_fd)
 
 
@@ -688,6 +703,6 @@ def _leave_now(code: int) -> None:
     would keep the process alive after its answer was written, until the runtime kills it.
     The answer is complete at this point: leave without waiting.
     """
-    with contextlib.suppress(OSError, ValueError):
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # stderr may be None
         sys.stderr.flush()
     os._exit(code)  # not sys.stdout.flush(): a stuck thread's print() must not follow

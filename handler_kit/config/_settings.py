@@ -5,6 +5,7 @@ code that reads them from the environment and writes them back. Import these nam
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import os
 import re
 import warnings
@@ -27,6 +28,18 @@ if TYPE_CHECKING:
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 DEFAULT_AUDIT_QUEUE_SIZE = 10_000
 DEFAULT_IDEMPOTENCY_TTL = 3600.0
+# Connection limits of ``handler-kit serve`` (docs/production.md says which attack each stops):
+# gunicorn's default worker_connections, uvicorn's keep-alive and backlog, a head timeout and
+# size well above any real hook request's.
+DEFAULT_MAX_CONNECTIONS = 1000
+DEFAULT_KEEP_ALIVE_TIMEOUT = 5.0
+DEFAULT_HEADER_TIMEOUT = 10.0
+DEFAULT_MAX_HEADER_BYTES = 32 * 1024
+DEFAULT_BACKLOG = 2048
+DEFAULT_AUTH_FAILURE_LIMIT = 20
+DEFAULT_AUTH_FAILURE_WINDOW = 60.0
+# the shortest bearer token accepted, and the shortest secret the audit trail redacts
+MIN_SECRET_CHARS = 16
 
 
 class ConfigError(ValueError):
@@ -95,6 +108,12 @@ class JWTConfig:
 
     def __post_init__(self) -> None:
         _freeze(self, "algorithms")
+        if self.secret:
+            from handler_kit.auth import hmac_key_problem
+
+            problem = hmac_key_problem(self.secret, self.algorithms)
+            if problem:
+                raise ConfigError(f"HANDLER_KIT_JWT_SECRET: {problem}")
 
 
 @dataclass(frozen=True)
@@ -111,7 +130,7 @@ class OperationsConfig:
     audit_text: bool = False
     audit_tool_input: bool = True
     audit_queue_size: int = DEFAULT_AUDIT_QUEUE_SIZE
-    audit_on_full: Literal["block", "drop"] = "block"
+    audit_on_full: Literal["block", "drop"] = "drop"
     audit_process: bool = True
     metrics: bool = False
     metrics_dir: str | None = None
@@ -173,6 +192,9 @@ class ServerConfig:
     mcp_sse: bool = False
     mcp_fast_path: bool = True
     allowed_hosts: Sequence[str] = ()
+    trusted_proxies: Sequence[str] = ()
+    auth_failure_limit: int = DEFAULT_AUTH_FAILURE_LIMIT
+    auth_failure_window: float = DEFAULT_AUTH_FAILURE_WINDOW
     inspector: bool = False
     inspector_secret: str | None = field(default=None, repr=False)
     cache_dir: str | None = None
@@ -180,7 +202,23 @@ class ServerConfig:
     extensions: Sequence[Extension] = ()
 
     def __post_init__(self) -> None:
-        _freeze(self, "tokens", "allowed_hosts", "extensions")
+        _freeze(self, "tokens", "allowed_hosts", "trusted_proxies", "extensions")
+        for proxy in self.trusted_proxies:
+            try:
+                ipaddress.ip_network(proxy.strip(), strict=False)
+            except ValueError:
+                raise ConfigError(
+                    f"HANDLER_KIT_TRUSTED_PROXIES: {proxy!r} is not an IP address or network "
+                    "(like 10.0.0.5 or 10.0.0.0/8)"
+                ) from None
+        if self.auth_failure_limit < 1:
+            raise ConfigError(
+                f"auth_failure_limit must be at least 1, not {self.auth_failure_limit}"
+            )
+        if not self.auth_failure_window > 0:
+            raise ConfigError(
+                f"auth_failure_window must be positive, not {self.auth_failure_window}"
+            )
         if self.jwt is not None and not isinstance(self.jwt, JWTConfig):
             # before this release ``jwt`` took a JWTAuth object; it belongs in ``auth`` now
             warnings.warn(
@@ -242,6 +280,19 @@ class ServerConfig:
             "HANDLER_KIT_INSECURE_NO_AUTH=1"
         )
 
+    def own_secrets(self) -> tuple[str, ...]:
+        """The secrets this server holds (its bearer tokens, its JWT HMAC secret, its inspector
+        secret): the audit trail redacts them wherever a hook input repeats one. A value
+        shorter than a bearer token may have to be is left out, not to blank common words."""
+        candidates = [*self.tokens, self.jwt.secret if self.jwt else None, self.inspector_secret]
+        return tuple(
+            dict.fromkeys(
+                value.strip()
+                for value in candidates
+                if value and len(value.strip()) >= MIN_SECRET_CHARS
+            )
+        )
+
     def user_cache_dir(self) -> Path:
         """Where handler-kit keeps files it makes for itself (the inspector's default store)."""
         return Path(self.cache_dir) if self.cache_dir else Path.home() / ".cache"
@@ -261,6 +312,11 @@ class ServeConfig:
     graceful_timeout: float = 10.0
     log_level: str = "info"
     access_log: bool = False
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    keep_alive_timeout: float = DEFAULT_KEEP_ALIVE_TIMEOUT
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT
+    max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES
+    backlog: int = DEFAULT_BACKLOG
     server: ServerConfig = field(default_factory=ServerConfig)
 
     def __post_init__(self) -> None:
@@ -268,6 +324,12 @@ class ServeConfig:
             raise ConfigError(f"port must be 0-65535, not {self.port}")
         if self.workers < 1:
             raise ConfigError(f"workers must be at least 1, not {self.workers}")
+        for name in ("max_connections", "max_header_bytes", "backlog"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be at least 1, not {getattr(self, name)}")
+        for name in ("keep_alive_timeout", "header_timeout"):
+            if not getattr(self, name) > 0:
+                raise ConfigError(f"{name} must be more than 0 seconds, not {getattr(self, name)}")
 
     @classmethod
     def from_env(cls, environ: Environ | None = None) -> ServeConfig:
@@ -404,7 +466,8 @@ def parse_on_full(name: str, raw: str) -> str:
     return value
 
 
-LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
+# uvicorn's levels: "trace", below debug, logs every connection and ASGI message
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 
 # How each parser's values are shown and written back (``export_env``).
 _KINDS: dict[Callable[[str, str], object], str] = {
@@ -485,6 +548,15 @@ SETTINGS: tuple[Setting, ...] = (
     S("HANDLER_KIT_ALLOWED_HOSTS", "server", "allowed_hosts", parse_list,
       "Host headers accepted on /mcp besides loopback, comma-separated (* for any)",
       option="--allowed-host"),
+    S("HANDLER_KIT_TRUSTED_PROXIES", "server", "trusted_proxies", parse_list,
+      "reverse proxies whose X-Forwarded-For names the client, comma-separated addresses or "
+      "networks (default: none, the connection's peer is the client)"),
+    S("HANDLER_KIT_AUTH_FAILURE_LIMIT", "server", "auth_failure_limit", parse_positive_int,
+      "failed authentications one client address may make per window before it gets 429s",
+      str(DEFAULT_AUTH_FAILURE_LIMIT)),
+    S("HANDLER_KIT_AUTH_FAILURE_WINDOW", "server", "auth_failure_window", parse_duration,
+      "the window of that limit, and how often failures are summed up in the log",
+      "60"),
     S("HANDLER_KIT_INSPECTOR", "server", "inspector", parse_flag,
       "serve the live /_inspector page of recent decisions (development)", "0",
       option="--inspector"),
@@ -517,7 +589,8 @@ SETTINGS: tuple[Setting, ...] = (
       "answers the audit queue holds before its on-full policy applies",
       str(DEFAULT_AUDIT_QUEUE_SIZE), old_name="HANDLER_KIT_AUDIT_QUEUE"),
     S("HANDLER_KIT_AUDIT_ON_FULL", "operations", "audit_on_full", parse_on_full,
-      "what a full audit queue does: block (wait) or drop (count and log)", "block"),
+      "what a full audit queue does: drop (count and log) or block (wait, at most the "
+      "handler's deadline)", "drop"),
     S("HANDLER_KIT_AUDIT_PROCESS", "operations", "audit_process", parse_flag,
       "build and write audit records in a writer process rather than a server thread", "1"),
     S("HANDLER_KIT_METRICS", "operations", "metrics", parse_flag, "serve /metrics", "0"),
@@ -546,10 +619,26 @@ SETTINGS: tuple[Setting, ...] = (
     S("HANDLER_KIT_GRACEFUL_TIMEOUT", "serve", "graceful_timeout", parse_duration,
       "seconds in-flight requests get to finish on SIGTERM", "10", option="--graceful-timeout"),
     S("HANDLER_KIT_LOG_LEVEL", "serve", "log_level", parse_log_level,
-      "log level: critical, error, warning, info, debug", "info", option="--log-level"),
+      "log level: critical, error, warning, info, debug, trace", "info",
+      option="--log-level"),
     S("HANDLER_KIT_ACCESS_LOG", "serve", "access_log", parse_flag,
       "log one line per request (the audit trail already records every decision)", "0",
       option="--access-log"),
+    S("HANDLER_KIT_MAX_CONNECTIONS", "serve", "max_connections", parse_positive_int,
+      "open connections (or requests in progress) per worker past which a request is "
+      "answered 503", str(DEFAULT_MAX_CONNECTIONS), option="--max-connections"),
+    S("HANDLER_KIT_KEEP_ALIVE_TIMEOUT", "serve", "keep_alive_timeout", parse_duration,
+      "seconds a connection may send nothing, before its first request or after a response, "
+      "before it is closed", "5", option="--keep-alive-timeout"),
+    S("HANDLER_KIT_HEADER_TIMEOUT", "serve", "header_timeout", parse_duration,
+      "seconds a request line and its headers may take to arrive from their first byte "
+      "(then 408)", "10", option="--header-timeout"),
+    S("HANDLER_KIT_MAX_HEADER_BYTES", "serve", "max_header_bytes", parse_size,
+      "largest request line and headers accepted (then 431; bytes, or 16KiB...)", "32KiB",
+      option="--max-header-bytes"),
+    S("HANDLER_KIT_BACKLOG", "serve", "backlog", parse_positive_int,
+      "connections the kernel queues for the server before it accepts them",
+      str(DEFAULT_BACKLOG)),
     # -- handler-kit command
     S("HANDLER_KIT_DEBUG", "command", "debug", parse_flag,
       "command hooks log at DEBUG level, with full tracebacks", "0"),

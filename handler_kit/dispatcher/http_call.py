@@ -8,10 +8,12 @@
   object is a failure, and so is an object with a field Runbear reads that it cannot read
   (``answers.py``: the fields Runbear ignores are ignored whatever they hold);
 - only ``https`` and only a public address: the host is resolved and a private, loopback,
-  link-local or otherwise non-global address is refused before connecting. The connection then
-  goes to the address that was checked (with the original name for ``Host``, SNI and certificate
-  checks), so a second DNS answer cannot point the request somewhere private. ``allow_private``
-  lifts both rules for tests against 127.0.0.1.
+  link-local, site-local or otherwise non-global address is refused before connecting. An IPv6
+  address that carries an IPv4 one (IPv4-mapped, IPv4-compatible, SIIT, NAT64, 6to4) is judged
+  by the IPv4 address it carries, since a translator or tunnel delivers the request there. The
+  connection then goes to the address that was checked (with the original name for ``Host``,
+  SNI and certificate checks), so a second DNS answer cannot point the request somewhere
+  private. ``allow_private`` lifts both rules for tests against 127.0.0.1.
 
 The timeout is not applied here: the dispatcher bounds the whole call, connection included.
 """
@@ -57,17 +59,53 @@ class HttpResult:
     body_truncated: bool = False
 
 
+# IPv6 prefixes whose last 32 bits are an IPv4 address that a translator delivers to. The
+# standard library calls most of them global, whatever IPv4 address they carry.
+_EMBEDDING_PREFIXES = (
+    ipaddress.IPv6Network("64:ff9b::/96"),  # NAT64, the well-known prefix (RFC 6052)
+    ipaddress.IPv6Network("::ffff:0:0:0/96"),  # SIIT, IPv4-translated (RFC 2765)
+    ipaddress.IPv6Network("::/96"),  # IPv4-compatible (RFC 4291, deprecated)
+)
+# NAT64 prefixes for local use (RFC 8215): which IPv4 network they reach is the network's own
+# choice, so they are never public.
+_LOCAL_NAT64 = ipaddress.IPv6Network("64:ff9b:1::/48")
+
+
+def embedded_ipv4(address: IPAddress) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address carries (IPv4-mapped, SIIT, NAT64, IPv4-compatible,
+    6to4), else None."""
+    if not isinstance(address, ipaddress.IPv6Address):
+        return None
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    # :: and ::1 are IPv6's own unspecified and loopback addresses, not IPv4-compatible ones
+    if int(address) > 1:
+        for prefix in _EMBEDDING_PREFIXES:
+            if address in prefix:
+                return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
 def is_public(address: IPAddress) -> bool:
-    """True for a globally routable unicast address (the only kind Runbear calls)."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    """True for a globally routable unicast address (the only kind Runbear calls). An IPv6
+    address that carries an IPv4 one is as public as that IPv4 address."""
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.is_site_local or address in _LOCAL_NAT64:
+            return False
+        address = embedded_ipv4(address) or address
     return address.is_global and not address.is_multicast
 
 
 def describe(address: IPAddress) -> str:
     """Why an address is not public, in words ("loopback", "private"...)."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.is_site_local:
+            return "site-local"
+        if address in _LOCAL_NAT64:
+            return "local-use NAT64"
+        address = embedded_ipv4(address) or address
     for kind in ("loopback", "private", "link_local", "multicast", "unspecified", "reserved"):
         if getattr(address, f"is_{kind}", False):
             return kind.replace("_", "-")
@@ -93,9 +131,12 @@ async def public_address(host: str, port: int, resolver: Resolver = resolve_host
     for text in addresses:
         address = ipaddress.ip_address(text.split("%", 1)[0])
         if not is_public(address):
+            carried = embedded_ipv4(address)
+            carries = f" (it carries the IPv4 address {carried})" if carried is not None else ""
             raise RefusedAddress(
-                f"refused: {host} resolves to {address}, a {describe(address)} address; "
-                "Runbear calls public addresses only (allow_private is for local tests)"
+                f"refused: {host} resolves to {address}, a {describe(address)} address"
+                f"{carries}; Runbear calls public addresses only (allow_private is for local "
+                "tests)"
             )
     return addresses[0]
 

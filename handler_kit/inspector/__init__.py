@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from handler_kit.config import Extension, OperationsConfig, ServerConfig
 
 if TYPE_CHECKING:
-    from handler_kit.auth import BearerAuth
+    from handler_kit.auth import BearerAuth, FailedAuthLimiter
     from handler_kit.core.app import HookApp
 
 __all__ = ["audit_sqlite_path", "default_audit_path", "inspector_extension", "with_audit_store"]
@@ -61,10 +61,17 @@ def with_audit_store(config: ServerConfig, app_name: str) -> ServerConfig:
 
 
 def inspector_extension(
-    hook_app: HookApp, config: ServerConfig, auth: BearerAuth | None
+    hook_app: HookApp,
+    config: ServerConfig,
+    auth: BearerAuth | None,
+    *,
+    failures: FailedAuthLimiter | None = None,
 ) -> Extension:
     """The inspector's routes, login paths and lifespan, reading the audit trail's SQLite
-    file (``config`` must have one: see :func:`with_audit_store`)."""
+    file (``config`` must have one: see :func:`with_audit_store`). ``failures``: the count of
+    failed authentications to share with the rest of the server (else one of its own, by
+    ``config``'s limit)."""
+    from handler_kit.auth import FailedAuthLimiter
     from handler_kit.inspector.core import Inspector
     from handler_kit.inspector.session import SessionSigner, session_secret
     from handler_kit.ops.audit.sqlite import AuditStore
@@ -82,6 +89,12 @@ def inspector_extension(
         signer=SessionSigner(session_secret(config.inspector_secret)),
         source=f"audit trail{' (added by the inspector)' if added else ''}: {path}",
         close_store=store.close,
+        failures=failures
+        or FailedAuthLimiter(
+            limit=config.auth_failure_limit,
+            window=config.auth_failure_window,
+            trusted_proxies=config.trusted_proxies,
+        ),
     )
     return Extension(
         routes=tuple(inspector.routes),

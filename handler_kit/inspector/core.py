@@ -8,6 +8,12 @@ authenticator: curl, scripts) or the session cookie that the login form sets aft
 token with that same authenticator (:mod:`handler_kit.inspector.session`). The static assets
 are the only routes served without either: they are the same for everyone and hold no data.
 
+Failed logins and failed bearer headers are counted per client address by the server's
+:class:`~handler_kit.auth.FailedAuthLimiter` (the one its other routes use). Over the limit, the
+login form answers 429 with ``Retry-After`` until the address's window ends, even for a good
+token (it is where tokens would be guessed), and a failing bearer header gets 429 instead of
+401; the log gets a summary per window instead of a line per attempt.
+
 Records are read from a store with the query API of
 :class:`handler_kit.ops.audit.sqlite.AuditStore` (``recent(limit, since_id=..., **filters)`` and
 ``get(event_id)``); its queries are blocking SQLite calls, so they run in a worker thread.
@@ -29,7 +35,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from handler_kit.auth import AuthError, BearerAuth
+from handler_kit.auth import AuthError, BearerAuth, FailedAuthLimiter
 from handler_kit.inspector import render
 from handler_kit.inspector.session import COOKIE_NAME, SessionSigner, jwt_expiry, session_secret
 
@@ -46,6 +52,10 @@ PAGE_LIMIT = 200
 SPARK_POINTS = 40
 SPARK_SCAN = 1000
 MAX_LOGIN_BODY = 8 * 1024
+# the login form has two fields (token, next); a few more are tolerated, not thousands
+MAX_LOGIN_FIELDS = 8
+# record ids are SQLite integers
+MAX_RECORD_ID = 2**63 - 1
 SECURITY_HEADERS = {
     "Cache-Control": "no-store",
     "X-Content-Type-Options": "nosniff",
@@ -81,9 +91,11 @@ class Inspector:
         signer: SessionSigner | None = None,
         source: str = "audit trail",
         close_store: Callable[[], None] | None = None,
+        failures: FailedAuthLimiter | None = None,
     ) -> None:
         self.store = store
         self.auth = auth
+        self.failures = failures or FailedAuthLimiter()
         self.app_name = app_name
         self.signer = signer or SessionSigner(session_secret(None))
         self.source = source
@@ -124,6 +136,8 @@ class Inspector:
             try:
                 return await self.auth.authenticate(authorization.encode("latin-1"))
             except (AuthError, UnicodeEncodeError):
+                client = self.failures.client(request.scope)
+                request.state.retry_after = self.failures.failed(client, request.url.path)
                 return None
         return self.signer.principal(request.cookies.get(COOKIE_NAME))
 
@@ -141,7 +155,11 @@ class Inspector:
             return None
 
     @staticmethod
-    def _unauthorized() -> Response:
+    def _unauthorized(request: Request) -> Response:
+        """401, or 429 when the bearer header that failed took its address over the limit."""
+        retry = getattr(request.state, "retry_after", None)
+        if retry is not None:
+            return _too_many(retry)
         return _json(
             {"error": "unauthorized", "message": "log in at /_inspector/login or send a token"},
             401,
@@ -174,17 +192,28 @@ class Inspector:
             if await self.principal(request) is not None:
                 return _redirect(next_path)
             return _html(render.login_page(app_name=self.app_name, next_path=next_path))
+        client = self.failures.client(request.scope)
+        retry = self.failures.retry_after(client)
+        if retry is not None:  # over the limit: not even read, however good the token
+            return _too_many(retry)
         body = await _read_limited(request, MAX_LOGIN_BODY)
         if body is None:
             return _html(render.login_page(app_name=self.app_name, error="Request too large."), 413)
-        form = parse_qs(body.decode("utf-8", "replace"), max_num_fields=4)
+        try:
+            form = parse_qs(body.decode("utf-8", "replace"), max_num_fields=MAX_LOGIN_FIELDS)
+        except ValueError:  # more fields than a login form has
+            page = render.login_page(app_name=self.app_name, error="That form was not a login.")
+            return _html(page, 400)
         token = (form.get("token") or [""])[0]
         next_path = _safe_next(form["next"][0] if form.get("next") else None)
         principal = await self.check_token(token)
         expires = jwt_expiry(token.strip())
         lifetime = self.signer.max_age if expires is None else int(expires - time.time())
         if principal is None or lifetime <= 0:
-            logger.warning("inspector login refused from %s", _client(request))
+            # counted, and logged as a summary per window: never a line per attempt
+            retry = self.failures.failed(client, f"{BASE}/login")
+            if retry is not None:
+                return _too_many(retry)
             page = render.login_page(
                 app_name=self.app_name, error="That token was not accepted.", next_path=next_path
             )
@@ -227,7 +256,7 @@ class Inspector:
     async def api_records(self, request: Request) -> Response:
         """``?since_id=N&event=&decision=&status=&kind=&limit=``: newest first."""
         if await self.principal(request) is None:
-            return self._unauthorized()
+            return self._unauthorized(request)
         params = request.query_params
         try:
             since_id = int(params["since_id"]) if params.get("since_id") else None
@@ -235,6 +264,14 @@ class Inspector:
         except ValueError:
             return _json(
                 {"error": "bad_request", "message": "since_id and limit are integers"}, 400
+            )
+        if since_id is not None and not 0 <= since_id <= MAX_RECORD_ID:
+            return _json(
+                {
+                    "error": "bad_request",
+                    "message": f"since_id is a record id, from 0 to {MAX_RECORD_ID}",
+                },
+                400,
             )
         filters = _filters(params)
         records = await run_in_threadpool(self._recent, filters, since_id, limit)
@@ -250,7 +287,7 @@ class Inspector:
         """``?event_id=...``: one record whole (input and output as the audit trail
         recorded them, redacted by its rules), with its handler calls for an answer."""
         if await self.principal(request) is None:
-            return self._unauthorized()
+            return self._unauthorized(request)
         event_id = request.query_params.get("event_id", "")
         if not event_id or len(event_id) > 200:
             return _json({"error": "bad_request", "message": "event_id is required"}, 400)
@@ -262,7 +299,7 @@ class Inspector:
     async def api_sparklines(self, request: Request) -> Response:
         """Latency of each handler's recent calls (oldest first), data and SVG markup."""
         if await self.principal(request) is None:
-            return self._unauthorized()
+            return self._unauthorized(request)
         series = await run_in_threadpool(self._series)
         return _json({"handlers": series, "html": render.sparklines(series)})
 
@@ -315,6 +352,17 @@ async def _read_limited(request: Request, limit: int) -> bytes | None:
 
 def _client(request: Request) -> str:
     return request.client.host if request.client else "unknown"
+
+
+def _too_many(retry: int) -> Response:
+    return _json(
+        {
+            "error": "too_many_requests",
+            "message": f"too many failed authentications from this address: retry in {retry} s",
+        },
+        429,
+        {"Retry-After": str(retry)},
+    )
 
 
 def _html(text: str, status: int = 200) -> HTMLResponse:

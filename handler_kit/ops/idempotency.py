@@ -10,7 +10,9 @@ answer).
 
 "The same call" is the idempotency key of :func:`handler_kit.ops.audit.trail.idempotency_key`: the
 input's ``tool_use_id`` (else ``turn_id``, ``prompt_id``, ``session_id``), the event, the
-handler, and a digest of the whole input, so a reused id with a different input runs again.
+handler, and a digest of the whole input, so a reused id with a different input runs again;
+and it is the same caller: the key also holds the principal the server authenticated
+(:data:`PRINCIPAL`), so one caller's recorded answer is never replayed to another.
 
 Stores: :class:`MemoryStore` (one process; the default when a handler is idempotent) and
 :class:`RedisStore` (``HANDLER_KIT_IDEMPOTENCY_REDIS_URL``; several workers and replicas).
@@ -25,12 +27,14 @@ fail-closed handler answers its safe decision) rather than risk the side effect 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol
 
 from handler_kit.ops.audit.trail import idempotency_key
@@ -44,6 +48,10 @@ logger = logging.getLogger("handler_kit.idempotency")
 
 DEFAULT_TTL = 3600.0
 Call = Callable[[], Awaitable["Output"]]
+
+# Who the answer being computed is for: set by the server's auth layer for each request (the
+# wrappers of an answer see its event, not the transport's context). None without auth.
+PRINCIPAL: ContextVar[str | None] = ContextVar("handler_kit_principal", default=None)
 
 
 class IdempotencyUnavailable(RuntimeError):
@@ -221,7 +229,9 @@ class Idempotency:
     async def __call__(self, handler: Handler, event: HookEvent, call: Call) -> Output:
         if not handler.idempotent:
             return await call()
-        key = f"{self.app_name}:{idempotency_key(event, handler.name)}"
+        key = (
+            f"{self.app_name}:{caller_key(PRINCIPAL.get())}:{idempotency_key(event, handler.name)}"
+        )
         output, replayed = await self.store.run_once(
             key, event.hook_event_name, call, lock_seconds=handler.timeout + 2
         )
@@ -241,3 +251,11 @@ class Idempotency:
             if self._replayed.pop((event_id, inv.handler.name), 0) is None:
                 names.add(inv.handler.name)
         return frozenset(names)
+
+
+def caller_key(principal: str | None) -> str:
+    """The caller's part of an idempotency key: a digest of the principal (fixed length, no
+    separator a chosen JWT subject could use to reach another caller's key), ``-`` for none."""
+    if principal is None:
+        return "-"
+    return hashlib.sha256(principal.encode("utf-8", "surrogatepass")).hexdigest()[:32]

@@ -6,7 +6,16 @@ Series:
   ``decision`` is ``none`` when the handler had no opinion;
 - ``handler_kit_invocation_duration_seconds{event, handler}``: histogram of handler latency;
 - ``handler_kit_answers_total{event, decision, status, transport}``: merged answers;
-- ``handler_kit_idempotent_replays_total{event, handler}``: answers replayed, handler not run.
+- ``handler_kit_idempotent_replays_total{event, handler}``: answers replayed, handler not run;
+- ``handler_kit_audit_dropped_total``: answers whose audit records were dropped (the audit
+  queue was full: the sinks stalled).
+
+Every label takes a bounded set of values, or each distinct value would be a new series in
+every scrape for the life of the server. ``event`` is the one a client chooses: ``POST /hooks``
+answers any ``hook_event_name`` (a runtime's own events included), so a name that is neither a
+known event nor one the app has handlers for is counted as ``other``. ``handler`` and
+``decision`` come from the app's own handlers and answers, ``status`` and ``transport`` from
+handler-kit.
 
 Several workers (``handler-kit serve --workers N``) are one server to the scraper, so their
 counts must add up whichever worker answers the scrape: prometheus-client's multiprocess mode,
@@ -20,8 +29,10 @@ one you set yourself wins (needed when another supervisor, e.g. gunicorn, starts
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from handler_kit.core.names import EVENT_NAMES
 from handler_kit.ops.audit.trail import answer_status, invocation_decision, output_decision
 
 if TYPE_CHECKING:
@@ -29,14 +40,21 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("handler_kit.metrics")
 
+# The ``event`` label of every event name that is not a known one or one the app handles.
+OTHER_EVENT = "other"
+
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
 class Metrics:
     """The metric objects of one served app, and the ``/metrics`` endpoint."""
 
-    def __init__(self, multiprocess_dir: str | None = None) -> None:
+    def __init__(self, multiprocess_dir: str | None = None, events: Iterable[str] = ()) -> None:
+        """``events``: the event names the app has handlers for (``allow_unknown_event``
+        ones included); they and the known events are counted by name, any other as
+        ``other``."""
         self.multiprocess_dir = multiprocess_dir
+        self.events = frozenset(EVENT_NAMES).union(events)
         from prometheus_client import CollectorRegistry, Counter, Histogram
 
         # A private registry: several apps (tests) in one process do not collide.
@@ -66,6 +84,11 @@ class Metrics:
             ("event", "handler"),
             registry=self.registry,
         )
+        self.audit_dropped = Counter(
+            "handler_kit_audit_dropped_total",
+            "Answers whose audit records were dropped: the audit queue was full.",
+            registry=self.registry,
+        )
         self._children: dict[tuple[Any, ...], Any] = {}
 
     def _child(self, metric: Any, *labels: str) -> Any:
@@ -78,15 +101,16 @@ class Metrics:
     def observe(self, answer: Answer, transport: str, replayed: frozenset[str]) -> None:
         """Count one answer and its invocations (on the hot path: label lookups cached)."""
         name = answer.event.hook_event_name
+        event = name if name in self.events else OTHER_EVENT
         for inv in answer.invocations:
             decision = invocation_decision(inv, name)[0] or "none"
             handler = inv.handler.name
-            self._child(self.invocations, name, handler, decision, inv.status).inc()
-            self._child(self.latency, name, handler).observe(inv.latency_ms / 1000)
+            self._child(self.invocations, event, handler, decision, inv.status).inc()
+            self._child(self.latency, event, handler).observe(inv.latency_ms / 1000)
             if handler in replayed:
-                self._child(self.replays, name, handler).inc()
+                self._child(self.replays, event, handler).inc()
         decision = output_decision(answer.output)[0] or "none"
-        self._child(self.answers, name, decision, answer_status(answer), transport).inc()
+        self._child(self.answers, event, decision, answer_status(answer), transport).inc()
 
     def exposition(self) -> tuple[bytes, str]:
         """The text exposition of every worker's values (multiprocess) or this process's."""

@@ -18,7 +18,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from handler_kit.config import Extension, OperationsConfig
@@ -62,7 +62,9 @@ class Operations:
 
     def observe(self, answer: Answer, transport: str, context: dict[str, Any]) -> None:
         """The observer: spans, metrics, then one item on the audit queue. Nothing here waits
-        on I/O (the audit queue is bounded and drained by a thread)."""
+        on I/O (the audit queue is bounded and drained by a thread; when it is full, the
+        answer's records are dropped and counted, or with ``audit_on_full="block"`` waited
+        for, at most until the handler's deadline)."""
         traceparent = context.get("traceparent")
         if traceparent is None:
             traceparent = self.traceparent
@@ -125,8 +127,12 @@ class Operations:
         *,
         transport: Transport = "server",
         traceparent: str | None = None,
+        secrets: Sequence[str] = (),
     ) -> Operations:
         """The features ``settings`` turns on, for ``hook_app``.
+
+        ``secrets``: the server's own (its tokens, its JWT secret), which the audit trail
+        redacts wherever a recorded text repeats one.
 
         ``transport="command"``: a one-shot process, so the audit trail writes synchronously,
         no thread is started, and nothing server-only (metrics, idempotency) is built; its
@@ -140,11 +146,11 @@ class Operations:
         if settings.metrics and not command:
             from handler_kit.ops.metrics import Metrics
 
-            metrics = Metrics(multiprocess_dir=settings.metrics_dir)
+            metrics = Metrics(multiprocess_dir=settings.metrics_dir, events=hook_app.by_event)
         wants_idempotency = not command and any(h.idempotent for h in hook_app.handlers)
         return cls(
             hook_app,
-            audit=_audit(hook_app, settings, command=command),
+            audit=_audit(hook_app, settings, command=command, secrets=secrets, metrics=metrics),
             metrics=metrics,
             tracing=_tracing(hook_app, settings),
             idempotency=_idempotency(hook_app, settings) if wants_idempotency else None,
@@ -184,13 +190,20 @@ class Operations:
             await self.aclose()
 
 
-def _audit(hook_app: HookApp, settings: OperationsConfig, *, command: bool) -> AuditTrail | None:
+def _audit(
+    hook_app: HookApp,
+    settings: OperationsConfig,
+    *,
+    command: bool,
+    secrets: Sequence[str] = (),
+    metrics: Metrics | None = None,
+) -> AuditTrail | None:
     if not (settings.audit or settings.audit_sinks):
         return None
     from handler_kit.ops.audit.trail import AuditTrail, RecordPolicy, Redactor
 
     policy = RecordPolicy(
-        redactor=Redactor(settings.audit_redact),
+        redactor=Redactor(settings.audit_redact, secrets=secrets),
         tool_input=settings.audit_tool_input,
         text=settings.audit_text,
     )
@@ -203,6 +216,7 @@ def _audit(hook_app: HookApp, settings: OperationsConfig, *, command: bool) -> A
         queue_size=settings.audit_queue_size,
         on_full=settings.audit_on_full,
         synchronous=command,
+        on_drop=metrics.audit_dropped.inc if metrics is not None else None,
     )
 
 

@@ -1,7 +1,8 @@
 """One ASGI app per HookApp: ``/healthz``, the webhook, ``/mcp``, and whatever else is added.
 
 The outermost layer is plain ASGI: it answers ``/healthz``, authenticates every other request
-once (so ``/hooks``, ``/mcp`` and ``/metrics`` share one auth policy and one 401 shape), sends
+once (so ``/hooks``, ``/mcp`` and ``/metrics`` share one auth policy, one 401 shape and one
+limit on failed attempts per client address, shared with the inspector's login), sends
 the webhook routes straight to :class:`~handler_kit.server.webhook.Webhook` (the hot path), and
 hands the rest to a Starlette app that owns the single lifespan (the MCP session manager must
 run in it).
@@ -16,12 +17,13 @@ Neither the user's HookApp nor the config is changed.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import json
 import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from handler_kit.auth import AuthError
+from handler_kit.auth import AuthError, FailedAuthLimiter
 from handler_kit.config import ConfigError, Extension, ServeConfig, ServerConfig
 from handler_kit.core.app import HookApp
 from handler_kit.server.webhook import (
@@ -52,16 +54,30 @@ class HandlerKitASGI:
 
         self.hook_app = hook_app
         self.auth = config.authenticator()
+        # one count of failed authentications per address, shared with the inspector's login
+        self.failures = FailedAuthLimiter(
+            limit=config.auth_failure_limit,
+            window=config.auth_failure_window,
+            trusted_proxies=config.trusted_proxies,
+        )
         extensions: list[Extension] = []
         if config.inspector:
             from handler_kit.inspector import inspector_extension, with_audit_store
 
             # the inspector reads the audit trail's SQLite file: add one when there is none
             config = with_audit_store(config, hook_app.name)
-            extensions.append(inspector_extension(hook_app, config, self.auth))
+            extensions.append(
+                inspector_extension(hook_app, config, self.auth, failures=self.failures)
+            )
         self.config = config
-        operations = Operations.build(hook_app, config.operations)
+        operations = Operations.build(hook_app, config.operations, secrets=config.own_secrets())
         self.operations = operations if operations.active else None
+        # idempotent answers are recorded per caller: the key takes the principal from here
+        self._principal: contextvars.ContextVar[str | None] | None = None
+        if operations.idempotency is not None:
+            from handler_kit.ops.idempotency import PRINCIPAL
+
+            self._principal = PRINCIPAL
         # what the transports answer with: the user's app, with the operations around it
         served = operations.apply(hook_app) if self.operations is not None else hook_app
         if self.operations is not None:
@@ -96,6 +112,7 @@ class HandlerKitASGI:
                 stateless=not config.mcp_stateful,
                 json_response=not config.mcp_sse,
                 fast_path=config.mcp_fast_path,
+                max_body_bytes=config.max_body_bytes,
             )
             contexts.insert(0, self.mcp_mount.lifespan)
 
@@ -131,16 +148,13 @@ class HandlerKitASGI:
             headers = scope["handler_kit.headers"] = dict(scope["headers"])
             authorization = headers.get(b"authorization")
             try:
-                scope["handler_kit.principal"] = await self.auth.authenticate(authorization)
+                principal = await self.auth.authenticate(authorization)
             except AuthError as exc:
-                challenge = b'Bearer realm="handler-kit"'
-                if authorization:
-                    challenge += b', error="invalid_token"'
-                error = HTTPError(
-                    401, "unauthorized", str(exc), headers=[(b"www-authenticate", challenge)]
-                )
-                await send_error(send, error)
+                await send_error(send, self._refusal(scope, exc, authorization))
                 return
+            scope["handler_kit.principal"] = principal
+            if self._principal is not None:
+                self._principal.set(principal)
         if path.startswith("/hooks"):
             await self.webhook(scope, receive, send)
             return
@@ -149,6 +163,23 @@ class HandlerKitASGI:
             await self.mcp_mount.asgi(scope, receive, send)
             return
         await self.starlette(scope, receive, send)
+
+    def _refusal(self, scope: Scope, exc: AuthError, authorization: bytes | None) -> HTTPError:
+        """The answer to a request that failed authentication: 401, or 429 once its address
+        has failed too often. Only this path counts, so a request that authenticates pays
+        nothing for the limit."""
+        retry = self.failures.failed(self.failures.client(scope), scope["path"])
+        if retry is not None:
+            return HTTPError(
+                429,
+                "too_many_requests",
+                f"too many failed authentications from this address: retry in {retry} s",
+                headers=[(b"retry-after", str(retry).encode())],
+            )
+        challenge = b'Bearer realm="handler-kit"'
+        if authorization:
+            challenge += b', error="invalid_token"'
+        return HTTPError(401, "unauthorized", str(exc), headers=[(b"www-authenticate", challenge)])
 
 
 async def _json_http_error(request: Any, exc: Any) -> Any:
@@ -171,7 +202,10 @@ def app_from_env() -> HandlerKitASGI:
     """uvicorn factory for ``handler-kit serve``: the app named by HANDLER_KIT_APP, configured
     from the environment. Each worker process calls it."""
     from handler_kit.core.loader import load_app
+    from handler_kit.server._workers import end_with_parent
 
+    # a worker must not outlive the supervisor that started it (and would stop it)
+    end_with_parent()
     serve = ServeConfig.from_env()
     if not serve.app:
         raise ConfigError("HANDLER_KIT_APP (MODULE:ATTR) is not set")

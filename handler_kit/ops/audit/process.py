@@ -111,6 +111,8 @@ class AuditProcess:
             "secret_keys": redactor.secret_keys,
             "secret_values": redactor.secret_values,
             "max_chars": redactor.max_chars,
+            # over the pipe, never in the environment or the command line
+            "secrets": list(redactor.secrets),
             "tool_input": policy.tool_input,
             "text": policy.text,
         }
@@ -197,6 +199,7 @@ def main(argv: list[str]) -> int:
             secret_keys=config["secret_keys"],
             secret_values=config["secret_values"],
             max_chars=config["max_chars"],
+            secrets=config["secrets"],
         ),
         tool_input=config["tool_input"],
         text=config["text"],

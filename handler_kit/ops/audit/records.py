@@ -33,8 +33,14 @@ number, cvv...) at any depth; values at configured dotted paths (``tool_input.ca
 ``tool_input.*.email``; ``*`` matches one key or list index; a ``tool_input.`` path applies to
 ``updatedInput`` too; ``prompt`` drops a whole top-level field); and, inside any string,
 secret-looking values (:data:`SECRET_VALUE_PATTERN`: bearer/basic credentials, JWTs, private-key
-blocks, ``sk-``/``ghp_``/``xox?-``/``AKIA`` keys, ``user:password@`` in URLs). Strings longer
+blocks, ``sk-``/``ghp_``/``xox?-``/``AKIA`` keys, ``user:password@`` in URLs); and the server's
+own secrets (its bearer tokens, its JWT HMAC secret) wherever a string holds one. Strings longer
 than ``max_chars`` (default 2,000) are truncated with a marker.
+
+**What cannot be written as it is** never costs the record: an object or array nested deeper
+than :data:`MAX_RECORD_DEPTH` levels is replaced by :data:`TOO_DEEP`, and a lone surrogate
+(``"\\ud800"``: valid in a JSON escape, impossible in UTF-8) is written as U+FFFD, in keys and
+values (:func:`writable`).
 """
 
 from __future__ import annotations
@@ -52,7 +58,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from pydantic_core import to_json
+from pydantic_core import PydanticSerializationError, to_json
 
 from handler_kit.config import AuditSink
 from handler_kit.core.names import Status
@@ -60,6 +66,14 @@ from handler_kit.core.names import Status
 SCHEMA_VERSION = 1
 REDACTED = "[REDACTED]"
 DEFAULT_MAX_CHARS = 2000
+# How deeply a recorded value (``tool_input``, ``updatedInput``...) nests objects and arrays,
+# the value itself being level 1: as deep as the server reads an input
+# (``handler_kit.core.vocabulary.MAX_INPUT_DEPTH``), so what was read is recorded whole. Deeper
+# (an MCP argument, a handler's own output) is cut: the record around it must stay within the
+# depth pydantic-core writes (255), and the walks that build it within Python's recursion limit.
+MAX_RECORD_DEPTH = 200
+TOO_DEEP = f"[truncated: nested deeper than {MAX_RECORD_DEPTH} levels]"
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 # Keys whose values are never written, at any depth (matched anywhere in the key, any case).
 SECRET_KEY_PATTERN = re.compile(
@@ -168,7 +182,8 @@ class Redactor:
 
     ``paths``: dotted paths relative to the hook input (``tool_input.card.number``); ``*``
     matches any one key or list index. ``secret_keys`` / ``secret_values``: the default
-    key-name and value-pattern rules (on unless turned off in code).
+    key-name and value-pattern rules (on unless turned off in code). ``secrets``: exact values
+    replaced wherever a string holds them (the server's own tokens: no pattern knows them).
     """
 
     def __init__(
@@ -178,11 +193,14 @@ class Redactor:
         secret_keys: bool = True,
         secret_values: bool = True,
         max_chars: int = DEFAULT_MAX_CHARS,
+        secrets: Iterable[str] = (),
     ) -> None:
         self.paths = [tuple(p.strip().split(".")) for p in paths if p.strip()]
         self.secret_keys = secret_keys
         self.secret_values = secret_values
         self.max_chars = max_chars
+        # longest first: a secret that holds another is replaced whole
+        self.secrets = tuple(sorted({s for s in secrets if s}, key=len, reverse=True))
         # The same short strings (reasons, tool names, ids) and keys come back on every call.
         self._texts: dict[str, str] = {}
         self._keys: dict[str, bool] = {}
@@ -201,6 +219,9 @@ class Redactor:
         if found is not None:
             return found
         original = value
+        for secret in self.secrets:
+            if secret in value:
+                value = value.replace(secret, REDACTED)
         if self.secret_values and len(value) >= 8:
             lowered = value.lower()
             for hint in _SECRET_VALUE_HINTS:
@@ -228,34 +249,43 @@ class Redactor:
             self._keys[key] = found
         return found
 
-    def value(self, value: Any, path: tuple[str, ...]) -> Any:
-        """A copy of ``value`` (found at ``path`` of the input) with the rules applied."""
+    def value(self, value: Any, path: tuple[str, ...], depth: int = 1) -> Any:
+        """A copy of ``value`` (found at ``path`` of the input, ``depth`` levels down) with
+        the rules applied, cut at :data:`MAX_RECORD_DEPTH`."""
         if not self.paths:
-            return self._walk(value)
+            return self._walk(value, depth)
         if self._path_redacted(path):
             return REDACTED
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
+            if depth > MAX_RECORD_DEPTH:
+                return TOO_DEEP
             return {
-                key: REDACTED if self.secret_key(key) else self.value(item, (*path, key))
+                key: REDACTED if self.secret_key(key) else self.value(item, (*path, key), depth + 1)
                 for key, item in value.items()
             }
         if isinstance(value, list | tuple):
-            return [self.value(item, (*path, str(i))) for i, item in enumerate(value)]
+            if depth > MAX_RECORD_DEPTH:
+                return TOO_DEEP
+            return [self.value(item, (*path, str(i)), depth + 1) for i, item in enumerate(value)]
         return value
 
-    def _walk(self, value: Any) -> Any:
+    def _walk(self, value: Any, depth: int) -> Any:
         """:meth:`value` when no path is configured: no path to keep track of."""
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
+            if depth > MAX_RECORD_DEPTH:
+                return TOO_DEEP
             return {
-                key: REDACTED if self.secret_key(key) else self._walk(item)
+                key: REDACTED if self.secret_key(key) else self._walk(item, depth + 1)
                 for key, item in value.items()
             }
         if isinstance(value, list | tuple):
-            return [self._walk(item) for item in value]
+            if depth > MAX_RECORD_DEPTH:
+                return TOO_DEEP
+            return [self._walk(item, depth + 1) for item in value]
         return value
 
     def output(self, output: dict[str, Any]) -> dict[str, Any]:
@@ -469,8 +499,45 @@ def records(capture: Capture, app: str, policy: RecordPolicy) -> list[dict[str, 
 
 def serialize(built: Iterable[dict[str, Any]]) -> list[tuple[dict[str, Any], str]]:
     """``(record, its JSON line)`` pairs, the form sinks write (pydantic-core: several times
-    faster than ``json.dumps``)."""
-    return [(record, to_json(record, fallback=str).decode()) for record in built]
+    faster than ``json.dumps``). A record pydantic-core cannot write (a lone surrogate) is
+    written as :func:`writable` makes it, and so are the columns a SQLite sink copies out."""
+    pairs = []
+    for record in built:
+        try:
+            line = to_json(record, fallback=str)
+        except PydanticSerializationError:
+            record = writable(record)
+            line = to_json(record, fallback=str)
+        pairs.append((record, line.decode()))
+    return pairs
+
+
+def cut_deep(value: Any, depth: int = 1) -> Any:
+    """``value`` (``depth`` levels down) with each object or array nested deeper than
+    :data:`MAX_RECORD_DEPTH` replaced by :data:`TOO_DEEP`."""
+    if isinstance(value, dict):
+        if depth > MAX_RECORD_DEPTH:
+            return TOO_DEEP
+        return {key: cut_deep(item, depth + 1) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        if depth > MAX_RECORD_DEPTH:
+            return TOO_DEEP
+        return [cut_deep(item, depth + 1) for item in value]
+    return value
+
+
+def writable(value: Any) -> Any:
+    """``value`` with each lone surrogate, in keys and strings, replaced by U+FFFD: JSON can
+    carry one as an escape (``"\\ud800"``), and runtimes do send them, but UTF-8 (a JSON line,
+    a SQLite column) cannot hold it. Its depth is already bounded: every nested value of a
+    record comes through the :class:`Redactor`, which cuts at :data:`MAX_RECORD_DEPTH`."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {writable(key): writable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [writable(item) for item in value]
+    return value
 
 
 # -- sinks --------------------------------------------------------------------------------

@@ -32,11 +32,15 @@ import atexit
 import collections
 import contextlib
 import hashlib
+import json
 import logging
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from pydantic_core import PydanticSerializationError
 
 from handler_kit.config import AuditSink
 from handler_kit.core.outputs import SAFE_DECISIONS
@@ -53,6 +57,7 @@ from handler_kit.ops.audit.records import (
     JsonLinesSink,
     RecordPolicy,
     Redactor,
+    cut_deep,
     iso_time,
     make_key,
     new_event_id,
@@ -104,15 +109,41 @@ logger = logging.getLogger("handler_kit.audit")
 
 DEFAULT_QUEUE_SIZE = 10_000
 BATCH_SIZE = 64  # answers per send: each send (a write to a pipe) lets the event loop have the GIL
+# Seconds between two warnings about dropped records: a stalled sink drops every answer, and a
+# line per answer would bury the log (and cost the event loop a write each).
+DROP_LOG_INTERVAL = 10.0
 
 
 # -- keys ---------------------------------------------------------------------------------
 
 
+def input_json(event: HookEvent) -> str:
+    """The hook input as JSON, nulls dropped: what the audit trail records and digests.
+
+    pydantic-core writes it, except what it refuses: a lone surrogate (``"\\ud800"``, which
+    JSON can escape and UTF-8 cannot hold) or values nested deeper than it writes (an MCP
+    argument is not held to the input depth limit). The standard library writes those, the
+    surrogate as its escape, the nesting cut at
+    :data:`~handler_kit.ops.audit.records.MAX_RECORD_DEPTH`: such an input is recorded too.
+    """
+    try:
+        text = event.model_dump_json(exclude_none=True)
+    except PydanticSerializationError:
+        pass
+    else:
+        # pydantic-core writes a lone surrogate in a key as U+FFFDs, one per UTF-8 byte, where
+        # in a value it refuses it: such an input is written as the others are
+        if "\ufffd" not in text:
+            return text
+    # depth 0: the input around its values, which are level 1 as in the input limit
+    value = cut_deep(event.model_dump(exclude_none=True), 0)
+    return json.dumps(value, separators=(",", ":"))
+
+
 def input_digest(event: HookEvent) -> str:
     """A digest of the hook input as received, nulls dropped (see
     :func:`handler_kit.ops.audit.records.input_digest_of`)."""
-    return hashlib.sha256(event.model_dump_json(exclude_none=True).encode()).hexdigest()[:16]
+    return hashlib.sha256(input_json(event).encode()).hexdigest()[:16]
 
 
 def idempotency_key(event: HookEvent, handler: str | None, digest: str | None = None) -> str:
@@ -169,6 +200,13 @@ def invocation_decision(inv: Invocation, event_name: str) -> tuple[str | None, s
     return None, None
 
 
+def deadline_left(answer: Answer) -> float:
+    """Seconds left of the answer's handler deadlines: how much longer its caller waits."""
+    return max(
+        (inv.handler.deadline - inv.latency_ms / 1000 for inv in answer.invocations), default=0.0
+    )
+
+
 def answer_status(answer: Answer) -> str:
     """The answer's status: the most severe of its invocations' (fail_closed first)."""
     return worst_status(inv.status for inv in answer.invocations)
@@ -208,7 +246,7 @@ def capture(item: Observed) -> Capture:
         item.traceparent,
         item.pid,
         name,
-        answer.event.model_dump_json(exclude_none=True),
+        input_json(answer.event),
         answer.output,
         answer.failed,
         tuple(invocations),
@@ -241,10 +279,16 @@ class AuditTrail:
 
     ``submit`` is the only hot-path call: an ``append`` to a deque, with no lock and no wake-up
     (waking a thread per request costs more than the request's own record). The writer thread
-    wakes every ``interval`` seconds (or when asked: flush, close, a full queue). When
-    ``queue_size`` answers are waiting (the sinks have stalled), ``on_full="block"`` (default)
-    makes the request wait rather than lose a record; ``"drop"`` drops and counts it
-    (``dropped``).
+    wakes every ``interval`` seconds (or when asked: flush, close, a full queue).
+
+    ``submit`` runs on the server's event loop, so it must never wait on a sink. When
+    ``queue_size`` answers are waiting (the sinks are stalled: a pipe nobody reads, a full
+    disk, a locked database), ``on_full="drop"`` (default) drops the answer's records: counted
+    in ``dropped``, reported to ``on_drop`` (the metric), and logged at most once every
+    :data:`DROP_LOG_INTERVAL` seconds. ``"block"`` waits for room instead, holding the event
+    loop, so at most what is left of the answer's handler deadline (its caller stops waiting
+    then); once a wait has run out, it drops without waiting until the writer takes an answer
+    again: it waits for a slow sink, not for a stopped one.
 
     ``specs`` (``HANDLER_KIT_AUDIT`` items) are written by a writer process unless
     ``process=False``; ``sinks`` (objects) by the writer thread; ``synchronous=True`` writes
@@ -260,9 +304,10 @@ class AuditTrail:
         sinks: Sequence[AuditSink] = (),
         process: bool = True,
         queue_size: int = DEFAULT_QUEUE_SIZE,
-        on_full: str = "block",
+        on_full: str = "drop",
         synchronous: bool = False,
         interval: float = 0.01,
+        on_drop: Callable[[], None] | None = None,
     ) -> None:
         if on_full not in ("block", "drop"):
             raise ValueError("on_full is 'block' or 'drop'")
@@ -278,9 +323,16 @@ class AuditTrail:
         self.synchronous = synchronous
         self.interval = interval
         self.queue_size = max(1, queue_size)
+        self.on_drop = on_drop
         self.written = 0
         self.dropped = 0
         self.failed = 0
+        self._dropped_logged = 0
+        self._next_drop_log = 0.0
+        # answers the writer thread has taken off the queue, and that count when a wait for
+        # room ran out: equal, the writer has not moved since, and "block" does not wait again
+        self._taken = 0
+        self._stalled_at = -1
         self.process: AuditProcess | None = None
         self._items: collections.deque[Any] = collections.deque()
         self._wake = threading.Event()
@@ -293,8 +345,7 @@ class AuditTrail:
     # hot path
     def submit(self, item: Observed) -> None:
         if self._closed:
-            logger.warning("audit record submitted after the audit trail was closed: dropped")
-            self.dropped += 1
+            self._drop("the audit trail is closed")
             return
         if self.synchronous:
             with self._lock:
@@ -302,17 +353,47 @@ class AuditTrail:
             return
         if self._thread is None:
             self._start()
-        if len(self._items) >= self.queue_size:
-            if self.on_full == "drop":
-                self.dropped += 1
-                if self.dropped in (1, 10, 100) or self.dropped % 1000 == 0:
-                    logger.warning("audit queue full: %d records dropped so far", self.dropped)
-                return
-            with self._drained:
-                while len(self._items) >= self.queue_size:
-                    self._wake.set()
-                    self._drained.wait(0.1)
+        if len(self._items) >= self.queue_size and not (
+            self.on_full == "block" and self._wait_for_room(item)
+        ):
+            self._drop(f"the audit queue is full ({self.queue_size} answers waiting for the sinks)")
+            return
         self._items.append(item)
+
+    def _wait_for_room(self, item: Observed) -> bool:
+        """``on_full="block"``: wait until the queue has room, at most what is left of the
+        answer's handler deadline; False when that ran out, or when the last wait did and the
+        writer has taken nothing since."""
+        budget = deadline_left(item.answer)
+        if budget <= 0 or self._taken == self._stalled_at:
+            return False
+        limit = time.monotonic() + budget
+        with self._drained:
+            while len(self._items) >= self.queue_size:
+                left = limit - time.monotonic()
+                if left <= 0:
+                    self._stalled_at = self._taken
+                    return False
+                self._wake.set()
+                self._drained.wait(min(left, 0.1))
+        return True
+
+    def _drop(self, why: str) -> None:
+        self.dropped += 1
+        if self.on_drop is not None:
+            self.on_drop()
+        now = time.monotonic()
+        if now >= self._next_drop_log:
+            self._next_drop_log = now + DROP_LOG_INTERVAL
+            logger.warning(
+                "audit records dropped (%s): answers without records: %d since the last such "
+                "message, %d in all (this message comes at most every %g s)",
+                why,
+                self.dropped - self._dropped_logged,
+                self.dropped,
+                DROP_LOG_INTERVAL,
+            )
+            self._dropped_logged = self.dropped
 
     def _start(self) -> None:
         with self._lock:
@@ -334,6 +415,7 @@ class AuditTrail:
                 markers: list[threading.Event] = []
                 while items and len(batch) < BATCH_SIZE:
                     entry = items.popleft()
+                    self._taken += 1
                     if entry is _STOP:
                         stop = True
                     elif isinstance(entry, threading.Event):
@@ -345,7 +427,11 @@ class AuditTrail:
                             self.failed += 1
                             logger.exception("could not capture an answer for the audit trail")
                 if batch:
-                    self._write(batch)
+                    try:
+                        self._write(batch)
+                    except Exception:  # the thread must go on: it is the trail's only writer
+                        self.failed += len(batch)
+                        logger.exception("could not write %d answers' records", len(batch))
                 if markers:
                     if self.process is not None:
                         self.process.flush()

@@ -32,10 +32,7 @@ from mcp.server import Server
 from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.connection import Connection
 from mcp.server.runner import ServerRunner
-from mcp.server.transport_security import (
-    DEFAULT_MAX_REQUEST_BODY_SIZE,
-    TransportSecuritySettings,
-)
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared import _otel as sdk_otel
 from mcp.shared.inbound import InboundModernRoute, classify_inbound_request
 from mcp_types import DEFAULT_NEGOTIATED_VERSION
@@ -143,6 +140,7 @@ class FastPath:
         tools: Mapping[str, ToolSpec],
         list_result: mt.ListToolsResult,
         security: TransportSecuritySettings,
+        max_body: int,
     ) -> None:
         self.server = server
         self.hook_app = hook_app
@@ -158,8 +156,9 @@ class FastPath:
         self.origin_prefixes = tuple(o[:-1] for o in security.allowed_origins if o.endswith(":*"))
         self.templates: dict[tuple[str, str, bool], _Template] = {}
         self.valid_params: dict[tuple[str, str, str], bool] = {}
-        # The mount leaves the session manager's limit at its default, so this is the SDK's.
-        self.max_body = DEFAULT_MAX_REQUEST_BODY_SIZE
+        # The server's cap, which the mount gives the session manager too: a body over it
+        # goes to the SDK, which refuses it before reading it.
+        self.max_body = max_body
 
     async def handle(self, scope: Scope, receive: Receive, send: Send, sdk: ASGIApp) -> None:
         """Answer the request here when this path can, otherwise hand it to ``sdk``."""

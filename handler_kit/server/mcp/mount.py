@@ -13,6 +13,13 @@ manager owns a task group that must be running before any MCP request, and a mou
 lifespan never runs. Auth is not done here; the server's outer ASGI layer applies the same
 bearer/JWT check to ``/mcp`` as to ``/hooks``.
 
+Limits and errors: the body cap (the server's ``max_body_bytes``) is given to the SDK's session
+manager, which refuses a larger body before reading it, and to the fast path. The SDK answers a
+refused request (body too large, wrong Content-Type, Host, Origin or Accept) with a plain-text
+or empty body; :class:`_JsonErrors` rewrites those as the JSON error body every other route
+answers with, same status and headers. JSON-RPC error bodies are the protocol's and pass as
+they are.
+
 Only the SDK's public API is used here; the fast path, which needs more, is fenced in
 :mod:`handler_kit.server.mcp._fast_path`.
 """
@@ -20,7 +27,9 @@ Only the SDK's public API is used here; the fast path, which needs more, is fenc
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import AsyncIterator, Mapping, Sequence
+from http import HTTPStatus
 from typing import Any
 
 import mcp_types as mt
@@ -28,9 +37,10 @@ from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from handler_kit._version import __version__
+from handler_kit.config import DEFAULT_MAX_BODY_BYTES
 from handler_kit.core.app import HookApp
 from handler_kit.server.mcp._fast_path import FastPath
 from handler_kit.server.mcp.hosts import transport_security
@@ -59,11 +69,13 @@ class McpMount:
         stateless: bool = True,
         json_response: bool = True,
         fast_path: bool = True,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     ) -> None:
         self.hook_app = hook_app
         self.tools = build_tools(hook_app)
         self.stateless = stateless
         self.json_response = json_response
+        self.max_body_bytes = max_body_bytes
         self.security = transport_security(allowed_hosts)
         self.server: Server[Any] = Server(
             hook_app.name,
@@ -81,7 +93,14 @@ class McpMount:
         self._entered = 0
         # The fast path mirrors the stateless JSON mode only; the other modes are the SDK's.
         self._fast = (
-            FastPath(self.server, hook_app, self.tools, self._list_result, self.security)
+            FastPath(
+                self.server,
+                hook_app,
+                self.tools,
+                self._list_result,
+                self.security,
+                max_body=max_body_bytes,
+            )
             if fast_path and stateless and json_response
             else None
         )
@@ -139,6 +158,7 @@ class McpMount:
             json_response=self.json_response,
             stateless=self.stateless,
             security_settings=self.security,
+            max_request_body_size=self.max_body_bytes,
         )
         async with manager.run():
             self._manager = manager
@@ -158,9 +178,16 @@ class McpMount:
                 "McpMount.lifespan() in the server's lifespan (create_asgi_app does)"
             )
         if self._fast is not None:
-            await self._fast.handle(scope, receive, send, manager.handle_request)
+            await self._fast.handle(scope, receive, send, self._sdk)
         else:
-            await manager.handle_request(scope, receive, send)
+            await self._sdk(scope, receive, send)
+
+    async def _sdk(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The SDK's answer, its refusals rewritten as JSON errors (the fast path writes its
+        own answers, so only a request the SDK serves pays for the wrapper)."""
+        manager = self._manager
+        assert manager is not None  # checked by handle()
+        await manager.handle_request(scope, receive, _JsonErrors(send, self.max_body_bytes))
 
 
 class _McpAsgi:
@@ -175,6 +202,84 @@ class _McpAsgi:
         await self.mount.handle(scope, receive, send)
 
 
+# The codes of the JSON error bodies, named as the webhook names the same errors.
+_ERROR_CODES = {
+    400: "bad_request",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    406: "not_acceptable",
+    413: "body_too_large",
+    415: "unsupported_media_type",
+    421: "misdirected_request",
+}
+
+
+class _JsonErrors:
+    """The ``send`` given to the SDK: an error response (4xx/5xx) whose body is not JSON is
+    held until its body is complete, then sent as ``{"error": ..., "message": ...}`` with the
+    same status and other headers (the message is the SDK's text). Everything else passes
+    through untouched, streams included."""
+
+    __slots__ = ("held", "max_body", "parts", "send")
+
+    def __init__(self, send: Send, max_body: int) -> None:
+        self.send = send
+        self.max_body = max_body
+        self.held: Message | None = None
+        self.parts: list[bytes] = []
+
+    async def __call__(self, message: Message) -> None:
+        if self.held is None:
+            if message["type"] == "http.response.start" and _plain_error(message):
+                self.held = message
+                return
+            await self.send(message)
+            return
+        if message["type"] != "http.response.body":
+            return
+        self.parts.append(message.get("body", b""))
+        if message.get("more_body", False):
+            return
+        status: int = self.held["status"]
+        phrase = _phrase(status)
+        text = b"".join(self.parts).decode("utf-8", "replace").strip()
+        if status == 413:
+            text = f"the body is over the {self.max_body}-byte limit"
+        code = _ERROR_CODES.get(status) or phrase.lower().replace(" ", "_").replace("-", "_")
+        body = json.dumps({"error": code, "message": text or phrase}).encode()
+        headers = [
+            (key, value)
+            for key, value in self.held.get("headers", ())
+            if key.lower() not in (b"content-type", b"content-length")
+        ]
+        headers += [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+        ]
+        await self.send({**self.held, "headers": headers})
+        await self.send({"type": "http.response.body", "body": body})
+
+
+def _plain_error(start: Message) -> bool:
+    """Whether a response start is an error whose body is not JSON."""
+    status = start["status"]
+    if not 400 <= status <= 599:
+        return False
+    for key, value in start.get("headers", ()):
+        if key.lower() == b"content-type":
+            media = value.split(b";", 1)[0].strip().lower()
+            return not (media == b"application/json" or media.endswith(b"+json"))
+    return True
+
+
+def _phrase(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Error"
+
+
 def create_mcp_mount(
     hook_app: HookApp,
     *,
@@ -182,6 +287,7 @@ def create_mcp_mount(
     stateless: bool = True,
     json_response: bool = True,
     fast_path: bool = True,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 ) -> McpMount:
     """Serve every handler of ``hook_app`` as an MCP tool (Streamable HTTP, route it at ``/mcp``).
 
@@ -192,6 +298,8 @@ def create_mcp_mount(
     the client), ``stateless=False`` keeps ``Mcp-Session-Id`` sessions (one worker only).
     ``fast_path`` answers stateless JSON ``tools/call``/``tools/list`` without the SDK's
     per-request machinery, same bytes; ``False`` sends every request through the SDK.
+    ``max_body_bytes``: the largest request body read (the server passes its own cap); a larger
+    one is answered 413 before it is read.
     """
     return McpMount(
         hook_app,
@@ -199,4 +307,5 @@ def create_mcp_mount(
         stateless=stateless,
         json_response=json_response,
         fast_path=fast_path,
+        max_body_bytes=max_body_bytes,
     )
