@@ -8,7 +8,7 @@ APP ?= refund_gate
 RUN_STAMP := $(VENV)/.installed-run
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: install run test lint docs bench test-container clean
+.PHONY: install run test lint docs bench test-container clean system-packages reliability fuzz
 
 # `make run` installs the package alone; `make test` adds the test tools (the dev extra).
 $(RUN_STAMP): pyproject.toml
@@ -28,7 +28,7 @@ run: $(RUN_STAMP)
 
 # Every Python file of the repository goes through ruff; the import contracts ([tool.importlinter]
 # in pyproject.toml) hold the package's layers.
-LINT_PATHS := handler_kit example_servers tests bench docker/*.py
+LINT_PATHS := handler_kit example_servers tests bench reliability docker/*.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check $(LINT_PATHS)
@@ -43,7 +43,12 @@ lint: $(STAMP)
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site
 
-test: $(STAMP) lint docs
+# System packages first (scripts/system-packages.sh: apt-get when root or password-less sudo,
+# otherwise one line naming what to install), so that no test skips.
+system-packages:
+	bash scripts/system-packages.sh
+
+test: system-packages $(STAMP) lint docs
 	$(BIN)/python -m pytest -q
 
 # `make bench` first installs the bench extra (matplotlib) on top of dev, once per pyproject change.
@@ -53,6 +58,19 @@ $(VENV)/.installed-bench: $(STAMP)
 
 bench: $(VENV)/.installed-bench
 	$(BIN)/python -m bench $(BENCH_ARGS)
+
+# Attacks, load and injected faults against real servers: the figures of docs/reliability.md
+# (minutes, and a measurement of this machine, so not part of `make test`).
+reliability: $(STAMP)
+	$(BIN)/python -m reliability --fuzz-summary $(FUZZ_SUMMARY) $(RELIABILITY_ARGS)
+
+# The property-based tests of tests/fuzz, long: FUZZ_EXAMPLES per property from a fresh seed
+# (`make test` runs the same properties briefly, derandomized). Prints examples, failures and
+# time per property, and writes them as JSON to FUZZ_SUMMARY. Not part of `make test`.
+FUZZ_EXAMPLES ?= 20000
+FUZZ_SUMMARY ?= $(VENV)/fuzz-summary.json
+fuzz: $(STAMP)
+	$(BIN)/python -m tests.fuzz --examples $(FUZZ_EXAMPLES) --summary $(FUZZ_SUMMARY) $(FUZZ_ARGS)
 
 test-container: $(STAMP)
 	bash docker/test-container.sh

@@ -195,3 +195,13 @@ def post(port: int, path: str, headers: dict[str, str], body: bytes) -> tuple[in
         return response.status, response.read()
     finally:
         conn.close()
+
+
+def get(port: int, path: str, headers: dict[str, str]) -> tuple[int, bytes]:
+    conn = http.client.HTTPConnection(HOST, port, timeout=10)
+    try:
+        conn.request("GET", path, headers=headers)
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()

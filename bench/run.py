@@ -17,10 +17,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
+import http.client
 import json
 import os
 import platform
 import resource
+import shutil
 import signal
 import statistics
 import subprocess
@@ -31,23 +33,36 @@ from pathlib import Path
 
 from bench import payload
 from bench.loadgen import LoadError, LoadGenerator, ensure_wrk
-from bench.procs import ROOT, Pinning, Server, ServerError, child_env, free_port, post
+from bench.procs import ROOT, Pinning, Server, ServerError, child_env, free_port, get, post
 from bench.procs import handler_kit_argv as hk_argv
 
 HERE = Path(__file__).resolve().parent
 APP = "example_servers.refund_gate:app"
 WEBHOOK = "webhook"
 MCP = "mcp"
+AUDIT = "audit"
 COMMAND = "command"
 FORWARD = "forward"  # a row of the command section
-SECTIONS = (WEBHOOK, MCP, COMMAND)
+MEMORY = "memory"
+SECTIONS = (WEBHOOK, MCP, AUDIT, COMMAND, MEMORY)
 
 # Targets printed next to the ratios (never asserted).
 TARGET_WEBHOOK_RPS = 0.9
-TARGET_WEBHOOK_P99 = 1.2
-TARGET_MCP_RPS = 3.0
-TARGET_COMMAND = 1.1
+# p99 ratio targets by connection count (none at 1 connection)
+TARGET_WEBHOOK_P99 = {16: 1.2, 64: 1.3}
+TARGET_WEBHOOK_CPU = 1.11  # CPU per request handler-kit/baseline at 16 connections
+TARGET_MCP_RPS = 5.0
+TARGET_COMMAND = 1.05
 TARGET_FORWARD = 1.5
+# the forwarder's round trip (start-up, request, answer) against running the app in process
+TARGET_FORWARD_ROUND_TRIP = 1.0
+TARGET_AUDIT_RPS = 0.85
+TARGET_AUDIT_P99 = 1.3
+TARGET_DURABLE_RPS = 0.7
+TARGET_MEMORY_GROWTH = 0.10
+AUDIT_CONNECTIONS = 16
+# (key, label, extra environment) of each audit variant; the base has no audit trail
+AUDIT_SINKS = ("jsonl", "sqlite", "durable", "postgres")
 
 
 def log(message: str) -> None:
@@ -57,13 +72,24 @@ def log(message: str) -> None:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="tiny counts and durations (smoke test)")
-    p.add_argument("--rounds", type=int, help="rounds per comparison (default 3, quick 1)")
+    p.add_argument("--rounds", type=int, help="rounds per comparison (default 5, quick 1)")
     p.add_argument("--duration", type=float, help="seconds per load run (default 4, quick 1)")
     p.add_argument("--only", choices=SECTIONS, action="append", help="run only this section")
     p.add_argument("--connections", default="1,16,64", help="webhook connection counts")
     p.add_argument("--mcp-connections", default="1,16", help="MCP connection counts")
     p.add_argument("--command-runs", type=int, help="runs per command case (default 30, quick 6)")
     p.add_argument("--webhook-path", default="/hooks/refund_gate", help="handler-kit route")
+    p.add_argument(
+        "--audit-sinks",
+        default=",".join(AUDIT_SINKS),
+        help="audit section: sinks to compare with no audit (jsonl,sqlite,durable,postgres)",
+    )
+    p.add_argument(
+        "--memory-requests",
+        type=int,
+        help="memory section: requests before the second RSS reading (default 100000, "
+        "quick 3000); the first is after 1,000 (quick 300)",
+    )
     p.add_argument(
         "--serve-arg",
         action="append",
@@ -78,8 +104,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--no-chart", action="store_true", help="skip the PNG chart")
     p.add_argument("--out", type=Path, default=HERE / "results", help="results directory")
+    p.add_argument(
+        "--table",
+        type=Path,
+        metavar="JSON",
+        help="print the targets of a results file as a Markdown table (docs/performance.md) "
+        "and exit",
+    )
     args = p.parse_args(argv)
-    args.rounds = max(1, args.rounds or (1 if args.quick else 3))
+    args.rounds = max(1, args.rounds or (1 if args.quick else 5))
+    args.memory_requests = max(2, args.memory_requests or (3000 if args.quick else 100_000))
+    args.memory_first = min(300 if args.quick else 1000, args.memory_requests // 2)
+    args.sinks = [x.strip() for x in args.audit_sinks.split(",") if x.strip()]
     args.duration = max(1.0, args.duration or (1.0 if args.quick else 4.0))
     args.command_runs = max(1, args.command_runs or (6 if args.quick else 30))
     args.conns = [int(c) for c in args.connections.split(",") if c.strip()]
@@ -155,6 +191,8 @@ class Side:
         self.reason = ""
         self.runs: dict[int, list[dict]] = {}
         self.sample = ""
+        # more for this side's row (e.g. the durable audit trail's answers per commit)
+        self.extra: dict = {}
 
     def fail(self, status: str, reason: str) -> None:
         self.status, self.reason = status, reason
@@ -200,8 +238,17 @@ class Side:
 
 
 def compare_servers(
-    section: str, sides: list[Side], conns: list[int], check: bytes, lg: LoadGenerator, args
+    section: str,
+    sides: list[Side],
+    conns: list[int],
+    check: bytes,
+    lg: LoadGenerator,
+    args,
+    before_stop=None,
 ) -> dict:
+    """Load ``sides`` (the first is the base) at each connection count, in rotating order,
+    ``args.rounds`` times; one row per other side and count. ``before_stop(live sides)`` runs
+    after the last load, while the servers still run."""
     try:
         for side in sides:
             if side.status == "ok":
@@ -213,7 +260,12 @@ def compare_servers(
                 lg.run(side.server.port, side.path, side.headers, side.body, max(conns), 1)
         for rnd in range(args.rounds):
             for i, c in enumerate(conns):
-                order = live if (rnd + i) % 2 == 0 else live[::-1]
+                # two sides alternate (A B, B A, ...); more rotate (A B C, B C A, ...)
+                if len(live) <= 2:
+                    order = live if (rnd + i) % 2 == 0 else live[::-1]
+                else:
+                    shift = (rnd + i) % len(live)
+                    order = live[shift:] + live[:shift]
                 for side in order:
                     cpu_before = side.server.cpu_seconds()
                     try:
@@ -239,27 +291,51 @@ def compare_servers(
                             f" (util {_f(res.get('server_cpu_util'), '.2f')})"
                             + (f"  errors {res['errors']}" if res["errors"] else "")
                         )
+        if before_stop is not None:
+            before_stop(live)
     finally:
         for side in sides:
             if side.server is not None:
                 side.server.stop()
     rows = {}
-    for c in conns:
-        a, b = (s.summary(conns) for s in sides)
-        ma, mb = a["by_connections"][str(c)], b["by_connections"][str(c)]
-        rows[f"{section}_c{c}"] = {
-            "section": section,
-            "connections": c,
-            "base": _side_row(a, ma),
-            "handler_kit": _side_row(b, mb),
-            "ratio": {
-                "rps": ratio(mb["rps"], ma["rps"]),
-                "p50": ratio(mb["p50_ms"], ma["p50_ms"]),
-                "p99": ratio(mb["p99_ms"], ma["p99_ms"]),
-                "cpu_per_req": ratio(mb["cpu_us_per_req"], ma["cpu_us_per_req"]),
-            },
-        }
+    base = sides[0]
+    a = base.summary(conns)
+    for other in sides[1:]:
+        b = other.summary(conns)
+        for c in conns:
+            ma, mb = a["by_connections"][str(c)], b["by_connections"][str(c)]
+            key = f"{section}_c{c}" if len(sides) == 2 else f"{section}_{other.key}"
+            rows[key] = {
+                "section": section,
+                "connections": c,
+                "base": _side_row(a, ma),
+                "handler_kit": _side_row(b, mb),
+                "ratio": {
+                    "rps": ratio(mb["rps"], ma["rps"]),
+                    "p50": ratio(mb["p50_ms"], ma["p50_ms"]),
+                    "p99": ratio(mb["p99_ms"], ma["p99_ms"]),
+                    "cpu_per_req": ratio(mb["cpu_us_per_req"], ma["cpu_us_per_req"]),
+                },
+                "round_ratios": _round_ratios(ma["rounds"], mb["rounds"]),
+                **other.extra,
+            }
     return rows
+
+
+def _round_ratios(base_runs: list[dict], runs: list[dict]) -> dict:
+    """handler-kit/base of each round (the two runs of one round ran minutes apart at most):
+    the spread across rounds printed next to the medians."""
+    by_round = {r["round"]: r for r in base_runs if "error" not in r}
+    out: dict[str, list[float]] = {"rps": [], "p99": []}
+    for run in runs:
+        other = by_round.get(run.get("round"))
+        if "error" in run or other is None:
+            continue
+        for metric, field in (("rps", "rps"), ("p99", "p99_ms")):
+            value = ratio(run[field], other[field])
+            if value is not None:
+                out[metric].append(round(value, 3))
+    return out
 
 
 def _side_row(side: dict, metrics: dict) -> dict:
@@ -313,7 +389,12 @@ def run_mcp(args, lg: LoadGenerator, log_dir: Path) -> dict:
 
 
 def _handler_kit_server(
-    side: Side, section: str, lg: LoadGenerator, log_dir: Path, extra: list[str]
+    side: Side,
+    section: str,
+    lg: LoadGenerator,
+    log_dir: Path,
+    extra: list[str],
+    env: dict[str, str] | None = None,
 ) -> None:
     port = free_port()
     side.server = Server(
@@ -321,9 +402,221 @@ def _handler_kit_server(
         lg.pinning.server(handler_kit_serve_argv(port, extra)),
         port,
         health="/healthz",
-        env={"HANDLER_KIT_TOKENS": payload.TOKEN},
+        env={"HANDLER_KIT_TOKENS": payload.TOKEN, **(env or {})},
         log_dir=log_dir,
     )
+
+
+# --------------------------------------------------------------------------- audit
+
+
+def run_audit(args, lg: LoadGenerator, log_dir: Path) -> dict:
+    """The webhook with each audit sink against the same server without one, side by side at
+    16 connections. The files are on the disk the results go to (a real disk, not tmpfs):
+    the durable mode's cost is its fsyncs."""
+    log(f"\n== audit: webhook {args.webhook_path} with each audit sink vs without one")
+    folder = Path(tempfile.mkdtemp(prefix="audit-", dir=args.out))
+    rows: dict = {}
+    with contextlib.ExitStack() as stack:
+        stack.callback(shutil.rmtree, folder, True)
+        sides = [
+            Side(
+                "off",
+                "no audit",
+                args.webhook_path,
+                payload.WEBHOOK_HEADERS,
+                payload.EVENT_BODY,
+            )
+        ]
+        _handler_kit_server(sides[0], "audit_off", lg, log_dir, args.serve_arg)
+        for sink in args.sinks:
+            env = _audit_env(sink, folder, stack)
+            if env is None:
+                rows[f"{AUDIT}_{sink}"] = _not_available(sink, "no PostgreSQL server to run")
+                log(f"  {sink}: n/a (no PostgreSQL here)")
+                continue
+            side = Side(
+                sink,
+                f"audit {sink}",
+                args.webhook_path,
+                payload.WEBHOOK_HEADERS,
+                payload.EVENT_BODY,
+            )
+            _handler_kit_server(side, f"audit_{sink}", lg, log_dir, args.serve_arg, env)
+            sides.append(side)
+        if len(sides) > 1:
+            rows.update(
+                compare_servers(
+                    AUDIT,
+                    sides,
+                    [AUDIT_CONNECTIONS],
+                    b"deny",
+                    lg,
+                    args,
+                    before_stop=_commit_stats,
+                )
+            )
+    return rows
+
+
+def _audit_env(sink: str, folder: Path, stack: contextlib.ExitStack) -> dict[str, str] | None:
+    if sink == "jsonl":
+        return {"HANDLER_KIT_AUDIT": f"jsonl:{folder / 'audit.jsonl'}"}
+    if sink == "sqlite":
+        return {"HANDLER_KIT_AUDIT": f"sqlite:{folder / 'audit.db'}"}
+    if sink == "durable":
+        # /metrics for the answers per commit (handler_kit_audit_commit_answers): the one
+        # place the server says how its group commit batched
+        return {
+            "HANDLER_KIT_AUDIT": f"sqlite:{folder / 'durable.db'}",
+            "HANDLER_KIT_AUDIT_DURABLE": "1",
+            "HANDLER_KIT_METRICS": "1",
+        }
+    if sink == "postgres":
+        url = _postgres(stack)
+        return None if url is None else {"HANDLER_KIT_AUDIT": url}
+    raise SystemExit(f"unknown audit sink {sink!r}: use {','.join(AUDIT_SINKS)}")
+
+
+def _postgres(stack: contextlib.ExitStack) -> str | None:
+    """A throw-away PostgreSQL server (the tests' helper), or None when there is none."""
+    try:
+        from tests.support.postgres import new_database, postgres_server
+    except ImportError:
+        return None
+    try:
+        url = stack.enter_context(postgres_server())
+        return new_database(url)
+    except Exception as exc:
+        log(f"  postgres: {type(exc).__name__}: {exc}")
+        return None
+    except BaseException as exc:  # pytest.skip: no PostgreSQL binaries
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise
+        return None
+
+
+def _not_available(key: str, reason: str) -> dict:
+    side = {"label": f"audit {key}", "status": "n/a", "reason": reason}
+    for field in ("rps", "p50_ms", "p99_ms", "cpu_us_per_req", "server_cpu_util"):
+        side[field] = None
+    return {
+        "section": AUDIT,
+        "connections": AUDIT_CONNECTIONS,
+        "base": {**side, "label": "no audit"},
+        "handler_kit": side,
+        "ratio": {"rps": None, "p50": None, "p99": None, "cpu_per_req": None},
+        "round_ratios": {"rps": [], "p99": []},
+    }
+
+
+def _commit_stats(sides: list[Side]) -> None:
+    """The durable side's answers per commit, from its /metrics histogram."""
+    for side in sides:
+        if side.key != "durable" or side.server is None:
+            continue
+        try:
+            status, body = get(side.server.port, "/metrics", payload.WEBHOOK_HEADERS)
+        except OSError as exc:
+            side.extra["answers_per_commit"] = None
+            side.extra["commit_stats_error"] = str(exc)
+            continue
+        values = {}
+        for line in body.decode(errors="replace").splitlines():
+            for name in ("_sum", "_count"):
+                if line.startswith(f"handler_kit_audit_commit_answers{name} "):
+                    values[name] = float(line.split()[-1])
+        answers, commits = values.get("_sum"), values.get("_count")
+        side.extra["commits"] = commits
+        side.extra["committed_answers"] = answers
+        side.extra["answers_per_commit"] = ratio(answers, commits) if status == 200 else None
+
+
+# --------------------------------------------------------------------------- memory
+
+
+def run_memory(args, lg: LoadGenerator, log_dir: Path) -> dict:
+    """A handler-kit worker's resident memory after ``memory_first`` requests and after
+    ``memory_requests`` (webhook, then MCP, each on a server of its own)."""
+    log(
+        f"\n== memory: worker RSS after {args.memory_first:,} and {args.memory_requests:,} requests"
+    )
+    rows = {}
+    for section, path, headers, body in (
+        (WEBHOOK, args.webhook_path, payload.WEBHOOK_HEADERS, payload.EVENT_BODY),
+        (MCP, "/mcp", payload.MCP_HEADERS, payload.MCP_BODY),
+    ):
+        side = Side(section, f"handler-kit {section}", path, headers, body)
+        _handler_kit_server(side, f"memory_{section}", lg, log_dir, args.serve_arg)
+        row: dict = {"section": MEMORY, "label": f"{section} worker RSS", "status": "ok"}
+        try:
+            side.start(b"deny")
+            if side.status != "ok":
+                row.update(status=side.status, reason=side.reason)
+            else:
+                row.update(_memory_run(side, lg, args))
+        finally:
+            if side.server is not None:
+                side.server.stop()
+        rows[f"{MEMORY}_{section}"] = row
+        log(
+            f"  {row['label']}: {_f(row.get('rss_first_kb'), ',.0f')} kB after "
+            f"{row.get('requests_first', 0):,} requests, {_f(row.get('rss_last_kb'), ',.0f')} "
+            f"kB after {row.get('requests_last', 0):,}: growth {_f(row.get('growth'), '.1%')}"
+            + ("" if row["status"] == "ok" else f"  {row['status']}: {row.get('reason', '')}")
+        )
+    return rows
+
+
+def _memory_run(side: Side, lg: LoadGenerator, args) -> dict:
+    server = side.server
+    assert server is not None and server.proc is not None
+    served = 1  # the preflight request
+
+    def load_until(total: int) -> None:
+        nonlocal served
+        while served < total:
+            # short runs at first (a run may not stop exactly at a count), longer later
+            seconds = 1.0 if total - served < 20_000 else 5.0
+            res = lg.run(server.port, side.path, side.headers, side.body, 16, seconds)
+            if res.errors:
+                raise LoadError(f"{res.errors} errors under load")
+            served += res.requests
+
+    try:
+        # the first requests one by one on one keep-alive connection: an exact count
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+        try:
+            while served < args.memory_first:
+                conn.request("POST", side.path, body=side.body, headers=side.headers)
+                response = conn.getresponse()
+                response.read()
+                if response.status != 200:
+                    raise LoadError(f"HTTP {response.status} during the first requests")
+                served += 1
+        finally:
+            conn.close()
+        first, first_at = rss_kb(server.proc.pid), served
+        load_until(args.memory_requests)
+        last, last_at = rss_kb(server.proc.pid), served
+    except (LoadError, subprocess.TimeoutExpired) as exc:
+        return {"status": "error", "reason": str(exc)[-300:]}
+    return {
+        "rss_first_kb": first,
+        "requests_first": first_at,
+        "rss_last_kb": last,
+        "requests_last": last_at,
+        "growth": ratio(last, first) - 1 if first and last else None,
+    }
+
+
+def rss_kb(pid: int) -> int | None:
+    """VmRSS of a process, in kB (Linux /proc)."""
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return None
 
 
 # --------------------------------------------------------------------------- command
@@ -462,7 +755,7 @@ def _run_command_cases(args, server: Server, forward_argv: list[str]) -> dict:
             c["handler_kit"]["cpu_median_ms"], c["pydantic"]["cpu_median_ms"]
         ),
     }
-    # the same bare-Python runs, interleaved with the forwarder's
+    # the same bare-Python and in-process command runs, interleaved with the forwarder's
     f = {"bare": measured["bare"], FORWARD: measured[FORWARD]}
     forward_row: dict = {
         "section": COMMAND,
@@ -471,6 +764,12 @@ def _run_command_cases(args, server: Server, forward_argv: list[str]) -> dict:
         "ratio": {
             "forward/bare": ratio(f[FORWARD]["median_ms"], f["bare"]["median_ms"]),
             "cpu forward/bare": ratio(f[FORWARD]["cpu_median_ms"], f["bare"]["cpu_median_ms"]),
+            # the whole round trip (start-up, request, the server's answer) against the app
+            # run in the hook's own process
+            "forward/command": ratio(f[FORWARD]["median_ms"], c["handler_kit"]["median_ms"]),
+            "cpu forward/command": ratio(
+                f[FORWARD]["cpu_median_ms"], c["handler_kit"]["cpu_median_ms"]
+            ),
         },
     }
     return {COMMAND: row, FORWARD: forward_row}
@@ -480,9 +779,19 @@ def _run_command_cases(args, server: Server, forward_argv: list[str]) -> dict:
 
 
 def targets(rows: dict) -> list[dict]:
+    """Every target with its value, PASS/MISS (N/A when a row has no value: a side failed,
+    or the feature is not there)."""
     out = []
 
-    def add(name: str, value: float | None, op: str, limit: float, cpu: float | None) -> None:
+    def add(
+        name: str,
+        value: float | None,
+        op: str,
+        limit: float,
+        cpu: float | None = None,
+        spread: list[float] | None = None,
+        unit: str = "x",
+    ) -> None:
         if value is None:
             verdict = "N/A"
         else:
@@ -493,9 +802,12 @@ def targets(rows: dict) -> list[dict]:
                 "value": value,
                 "op": op,
                 "limit": limit,
+                "unit": unit,
                 "result": verdict,
                 # the same comparison from server/child CPU time: steadier on a shared box
                 "cpu_based_value": cpu,
+                # the per-round values the median is taken over
+                "spread": [min(spread), max(spread)] if spread else None,
             }
         )
 
@@ -503,17 +815,35 @@ def targets(rows: dict) -> list[dict]:
         cpu = row["ratio"].get("cpu_per_req")
         return 1 / cpu if cpu else None
 
-    web = rows.get("webhook_c16")
-    if web:
+    for key in sorted(
+        (k for k in rows if rows[k]["section"] == WEBHOOK), key=lambda k: rows[k]["connections"]
+    ):
+        web, c = rows[key], rows[key]["connections"]
+        spread = web.get("round_ratios", {})
         add(
-            "webhook req/s vs baseline @16",
+            f"webhook req/s vs baseline @{c}",
             web["ratio"]["rps"],
             ">=",
             TARGET_WEBHOOK_RPS,
             capacity(web),
+            spread.get("rps"),
         )
-        add("webhook p99 vs baseline @16", web["ratio"]["p99"], "<=", TARGET_WEBHOOK_P99, None)
-    mcp_rows = [r for k, r in rows.items() if k.startswith("mcp_c")]
+        if c in TARGET_WEBHOOK_P99:
+            add(
+                f"webhook p99 vs baseline @{c}",
+                web["ratio"]["p99"],
+                "<=",
+                TARGET_WEBHOOK_P99[c],
+                spread=spread.get("p99"),
+            )
+        if c == 16:
+            add(
+                "webhook CPU per request vs baseline @16",
+                web["ratio"]["cpu_per_req"],
+                "<=",
+                TARGET_WEBHOOK_CPU,
+            )
+    mcp_rows = [r for k, r in rows.items() if r["section"] == MCP]
     if mcp_rows:
         pick = rows.get("mcp_c16") or max(mcp_rows, key=lambda r: r["connections"])
         add(
@@ -522,7 +852,29 @@ def targets(rows: dict) -> list[dict]:
             ">=",
             TARGET_MCP_RPS,
             capacity(pick),
+            pick.get("round_ratios", {}).get("rps"),
         )
+    for key in (k for k in rows if rows[k]["section"] == AUDIT):
+        row = rows[key]
+        sink = key.removeprefix(f"{AUDIT}_")
+        spread = row.get("round_ratios", {})
+        limit = TARGET_DURABLE_RPS if sink == "durable" else TARGET_AUDIT_RPS
+        add(
+            f"audit {sink} req/s vs no audit @{row['connections']}",
+            row["ratio"]["rps"],
+            ">=",
+            limit,
+            capacity(row) if row["ratio"]["cpu_per_req"] else None,
+            spread.get("rps"),
+        )
+        if sink != "durable":
+            add(
+                f"audit {sink} p99 vs no audit @{row['connections']}",
+                row["ratio"]["p99"],
+                "<=",
+                TARGET_AUDIT_P99,
+                spread=spread.get("p99"),
+            )
     cmd = rows.get(COMMAND)
     if cmd:
         add(
@@ -541,11 +893,45 @@ def targets(rows: dict) -> list[dict]:
             TARGET_FORWARD,
             fwd["ratio"]["cpu forward/bare"],
         )
+        add(
+            "forward round trip vs in-process command",
+            fwd["ratio"].get("forward/command"),
+            "<=",
+            TARGET_FORWARD_ROUND_TRIP,
+            fwd["ratio"].get("cpu forward/command"),
+        )
+    for key in (k for k in rows if rows[k]["section"] == MEMORY):
+        row = rows[key]
+        add(
+            f"{row['label']} growth, {row.get('requests_last') or 0:,} vs "
+            f"{row.get('requests_first') or 0:,} requests",
+            row.get("growth"),
+            "<=",
+            TARGET_MEMORY_GROWTH,
+            unit="%",
+        )
     return out
 
 
 def _f(value: float | None, fmt: str, suffix: str = "") -> str:
     return "-" if value is None else format(value, fmt) + suffix
+
+
+def target_line(t: dict) -> str:
+    percent = t.get("unit") == "%"
+    fmt, suffix = (".1%", "") if percent else (".2f", "x")
+    limit = f"{t['limit']:.0%}" if percent else f"{t['limit']}x"
+    verdict = "n/a" if t["result"] == "N/A" else t["result"]
+    line = (
+        f"{verdict:<5} {t['target']:<52} {_f(t['value'], fmt, suffix):>7} "
+        f"(target {t['op']} {limit})"
+    )
+    if t.get("spread"):
+        low, high = t["spread"]
+        line += f"  rounds {low:.2f}-{high:.2f}x"
+    if t.get("cpu_based_value") is not None:
+        line += f"  from CPU time: {t['cpu_based_value']:.2f}x"
+    return line
 
 
 def print_report(result: dict) -> None:
@@ -561,10 +947,10 @@ def print_report(result: dict) -> None:
         f"load average {meta['loadavg_start']} -> {meta['loadavg_end']}"
     )
     header = (
-        f"{'row':<13}{'side':<24}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}"
+        f"{'row':<16}{'side':<24}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}"
         f"{'cpu us/req':>12}{'util':>6}  status"
     )
-    for section in (WEBHOOK, MCP):
+    for section in (WEBHOOK, MCP, AUDIT):
         keys = [k for k in rows if rows[k]["section"] == section]
         if not keys:
             continue
@@ -577,17 +963,24 @@ def print_report(result: dict) -> None:
                 if s["status"] != "ok":
                     note += ": " + s.get("reason", "")[:60]
                 log(
-                    f"{k if who == 'base' else '':<13}{s['label']:<24}{_f(s['rps'], '.0f'):>10}"
+                    f"{k if who == 'base' else '':<16}{s['label']:<24}{_f(s['rps'], '.0f'):>10}"
                     f"{_f(s['p50_ms'], '.2f'):>10}{_f(s['p99_ms'], '.2f'):>10}"
                     f"{_f(s['cpu_us_per_req'], '.0f'):>12}{_f(s['server_cpu_util'], '.2f'):>6}"
                     f"  {note}"
                 )
             r = row["ratio"]
             log(
-                f"{'':<13}{'ratio handler-kit/base':<24}{_f(r['rps'], '.2f', 'x'):>10}"
+                f"{'':<16}{'ratio handler-kit/base':<24}{_f(r['rps'], '.2f', 'x'):>10}"
                 f"{_f(r['p50'], '.2f', 'x'):>10}{_f(r['p99'], '.2f', 'x'):>10}"
                 f"{_f(r['cpu_per_req'], '.2f', 'x'):>12}"
             )
+            if row.get("answers_per_commit") is not None or "commits" in row:
+                log(
+                    f"{'':<16}{'answers per commit':<24}"
+                    f"{_f(row.get('answers_per_commit'), '.1f'):>10}"
+                    f"  ({_f(row.get('committed_answers'), '.0f')} answers, "
+                    f"{_f(row.get('commits'), '.0f')} commits)"
+                )
     for key, title in ((COMMAND, "command case"), (FORWARD, "forward case")):
         cmd = rows.get(key)
         if not cmd:
@@ -604,17 +997,19 @@ def print_report(result: dict) -> None:
             )
         for name, value in cmd["ratio"].items():
             log(f"{'ratio ' + name:<26}{_f(value, '.2f', 'x'):>10}")
-    log("\ntargets (printed, not asserted)")
-    for t in result["targets"]:
-        log(
-            f"  {t['result']:<5} {t['target']:<42} {_f(t['value'], '.2f', 'x'):>7} "
-            f"(target {t['op']} {t['limit']}x)"
-            + (
-                f"   from CPU time: {t['cpu_based_value']:.2f}x"
-                if t["cpu_based_value"] is not None
-                else ""
+    memory = [rows[k] for k in rows if rows[k]["section"] == MEMORY]
+    if memory:
+        log(f"\n{'memory':<26}{'requests':>10}{'RSS kB':>10}{'requests':>10}{'RSS kB':>10}")
+        for row in memory:
+            log(
+                f"{row['label']:<26}{row.get('requests_first') or 0:>10,}"
+                f"{_f(row.get('rss_first_kb'), ',.0f'):>10}{row.get('requests_last') or 0:>10,}"
+                f"{_f(row.get('rss_last_kb'), ',.0f'):>10}  growth "
+                f"{_f(row.get('growth'), '.1%')}  {row['status']}"
             )
-        )
+    log("\ntargets (printed, not asserted; n/a: the row has no value)")
+    for t in result["targets"]:
+        log("  " + target_line(t))
     log("=" * 78)
 
 
@@ -627,7 +1022,7 @@ def write_chart(result: dict, path: Path) -> str | None:
     except ImportError:
         return "matplotlib is not installed (pip install -e '.[bench]')"
     rows = result["rows"]
-    fig, axes = plt.subplots(2, 2, figsize=(12, 8))
+    fig, axes = plt.subplots(3, 2, figsize=(12, 12))
     colors = {"base": "#8c8c8c", "handler_kit": "#2a7ab9"}
 
     def bars(ax, section: str, metric: str, title: str) -> None:
@@ -646,7 +1041,11 @@ def write_chart(result: dict, path: Path) -> str | None:
                 color=colors[who],
             )
             ax.bar_label(drawn, fmt="%.0f" if metric == "rps" else "%.1f", fontsize=7)
-        ax.set_xticks(list(xs), [f"{rows[k]['connections']} conn" for k in keys])
+        ticks = [
+            f"{rows[k]['connections']} conn" if section != AUDIT else k.removeprefix("audit_")
+            for k in keys
+        ]
+        ax.set_xticks(list(xs), ticks)
         ax.set_title(title)
         ax.legend(fontsize=8)
 
@@ -665,6 +1064,28 @@ def write_chart(result: dict, path: Path) -> str | None:
         ax.bar_label(drawn, fmt="%.0f", fontsize=7)
         ax.set_title("command hook start-up: median wall ms (lower is better)")
         ax.tick_params(axis="x", labelsize=8)
+    else:
+        ax.set_axis_off()
+    bars(axes[2][0], AUDIT, "rps", "webhook with each audit sink: requests/s @16")
+    ax = axes[2][1]
+    memory = [rows[k] for k in rows if rows[k]["section"] == MEMORY]
+    if memory:
+        xs = range(len(memory))
+        for offset, field, label, color in (
+            (-0.2, "rss_first_kb", "after the first requests", "#8c8c8c"),
+            (0.2, "rss_last_kb", "after all requests", "#2a7ab9"),
+        ):
+            drawn = ax.bar(
+                [x + offset for x in xs],
+                [(r.get(field) or 0) / 1024 for r in memory],
+                0.4,
+                label=label,
+                color=color,
+            )
+            ax.bar_label(drawn, fmt="%.0f", fontsize=7)
+        ax.set_xticks(list(xs), [r["label"] for r in memory])
+        ax.set_title("worker RSS, MiB (growth target < 10%)")
+        ax.legend(fontsize=8)
     else:
         ax.set_axis_off()
     meta = result["meta"]
@@ -706,14 +1127,40 @@ def _terminate(signum, _frame):
     raise SystemExit(128 + signum)  # unwinds through the finally blocks that stop servers
 
 
+def markdown_table(result: dict) -> str:
+    """The targets of a run as the Markdown table docs/performance.md shows."""
+    meta = result["meta"]
+    lines = [
+        f"Run of {meta['started_at']} (git {meta.get('git') or '?'}, {meta['cpus']} CPUs, "
+        f"{meta['platform']}, Python {meta['python']}, {meta['loadgen']}, {meta['rounds']} "
+        f"rounds of {meta['duration_s']:.0f} s, load average {meta['loadavg_start']} -> "
+        f"{meta.get('loadavg_end', '?')}):",
+        "",
+        "| target | value | limit | result | rounds | from CPU time |",
+        "|---|---|---|---|---|---|",
+    ]
+    for t in result["targets"]:
+        percent = t.get("unit") == "%"
+        value = _f(t["value"], ".1%" if percent else ".2f", "" if percent else "x")
+        limit = f"{t['op']} " + (f"{t['limit']:.0%}" if percent else f"{t['limit']}x")
+        spread = "{:.2f}-{:.2f}x".format(*t["spread"]) if t.get("spread") else ""
+        cpu = _f(t.get("cpu_based_value"), ".2f", "x") if t.get("cpu_based_value") else ""
+        verdict = "n/a" if t["result"] == "N/A" else t["result"]
+        lines.append(f"| {t['target']} | {value} | {limit} | {verdict} | {spread} | {cpu} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.table is not None:
+        print(markdown_table(json.loads(args.table.read_text())))
+        return 0
     signal.signal(signal.SIGTERM, _terminate)
     started = time.monotonic()
     args.out.mkdir(parents=True, exist_ok=True)
     pinning = Pinning(args.pin)
     wrk = None
-    if args.loadgen != "python" and (WEBHOOK in args.sections or MCP in args.sections):
+    if args.loadgen != "python" and {WEBHOOK, MCP, AUDIT, MEMORY} & set(args.sections):
         wrk = ensure_wrk(install=not args.no_install, log=log)
         if wrk is None and args.loadgen == "wrk":
             log("error: --loadgen wrk but wrk is not available")
@@ -744,8 +1191,13 @@ def main(argv: list[str] | None = None) -> int:
             rows.update(run_webhook(args, lg, args.out))
         if MCP in args.sections:
             rows.update(run_mcp(args, lg, args.out))
+        if AUDIT in args.sections:
+            rows.update(run_audit(args, lg, args.out))
     if COMMAND in args.sections:
         rows.update(run_command(args))
+    if MEMORY in args.sections:
+        with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
+            rows.update(run_memory(args, LoadGenerator(wrk, pinning, Path(tmp)), args.out))
     meta["loadavg_end"] = _loadavg()
     meta["elapsed_s"] = round(time.monotonic() - started, 1)
     result = {"meta": meta, "rows": rows}

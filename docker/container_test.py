@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -227,16 +228,143 @@ def test_image(res: Results, args: argparse.Namespace) -> None:
         podman("rm", "-f", "-t", "3", name, check=False)
 
 
-# ---- compose: two replicas over TLS, Redis ---------------------------------------------------
+# ---- Kubernetes: the Deployment and its Secret under podman kube play ------------------------
+
+KUBE_DIR = DOCKER_DIR.parent / "deploy" / "kubernetes"
+
+
+def kube_documents(args: argparse.Namespace, token: str, port: int) -> tuple[str, str]:
+    """deploy/kubernetes's Deployment, Secret and ConfigMap as podman kube play takes them: one
+    replica of the image under test, its port on the loopback, names made unique per run, no
+    Redis or Postgres (the compose test has them)."""
+    import base64
+
+    import yaml
+
+    def load(name: str) -> dict:
+        return yaml.safe_load((KUBE_DIR / name).read_text(encoding="utf-8"))
+
+    name = f"{args.run_id}-handler-kit"
+    secret = load("secret.yaml")
+    secret["metadata"]["name"] = name
+    # `data`, not `stringData`: podman (4.3) mounts no file for a stringData key; and it mounts
+    # `data` values without decoding them (later versions decode), so there the token, made of
+    # base64 letters, stands as its own encoding. The audit URL is left out: no database here.
+    secret.pop("stringData")
+    decodes = podman_decodes_secret_data(args)
+    secret["data"] = {"tokens": base64.b64encode(token.encode()).decode() if decodes else token}
+    config = load("configmap.yaml")
+    config["metadata"]["name"] = name
+    for key in ("HANDLER_KIT_AUDIT_DURABLE", "HANDLER_KIT_IDEMPOTENCY_REDIS_URL"):
+        config["data"].pop(key)
+    deployment = load("deployment.yaml")
+    deployment["metadata"]["name"] = name
+    deployment["spec"]["replicas"] = 1
+    pod = deployment["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    container["image"] = args.image
+    container["envFrom"][0]["configMapRef"]["name"] = name
+    container["ports"][0].update(hostPort=port, hostIP="127.0.0.1")
+    container["env"] = [e for e in container["env"] if e["name"] != "HANDLER_KIT_AUDIT_FILE"]
+    for volume in pod["volumes"]:
+        if "secret" in volume:
+            volume["secret"]["secretName"] = name
+    work = Path(args.work)
+    play = work / "kube-play.yaml"
+    play.write_text(yaml.safe_dump_all([secret, deployment]), encoding="utf-8")
+    configmap = work / "kube-configmap.yaml"
+    configmap.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return str(play), str(configmap)
+
+
+def podman_decodes_secret_data(args: argparse.Namespace) -> bool:
+    """Whether this podman's kube play decodes a Secret's base64 ``data`` into the files it
+    mounts (as Kubernetes does), found by playing a pod that prints one."""
+    import base64
+
+    import yaml
+
+    name = f"{args.run_id}-probe"
+    docs = [
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name},
+         "data": {"k": base64.b64encode(b"decoded").decode()}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+         "spec": {"restartPolicy": "Never", "containers": [
+             {"name": "probe", "image": args.image, "command": ["cat", "/s/k"],
+              "volumeMounts": [{"name": "s", "mountPath": "/s"}]}],
+             "volumes": [{"name": "s", "secret": {"secretName": name, "optional": False}}]}},
+    ]  # fmt: skip
+    path = Path(args.work) / "kube-probe.yaml"
+    path.write_text(yaml.safe_dump_all(docs), encoding="utf-8")
+    try:
+        podman("kube", "play", str(path), timeout=120)
+        deadline = time.monotonic() + 30
+        out = ""
+        while time.monotonic() < deadline and not out:
+            out = podman("logs", f"{name}-probe", check=False).stdout.strip()
+            time.sleep(0.5)
+        return out == "decoded"
+    finally:
+        podman("kube", "down", str(path), check=False)
+        podman("secret", "rm", name, check=False)
+
+
+def test_kube_play(res: Results, args: argparse.Namespace) -> None:
+    token = f"ctestKubeToken{os.getpid():010d}abcd"  # base64 letters, 28 of them
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    play, configmap = kube_documents(args, token, port)
+    name = f"{args.run_id}-handler-kit"
+    try:
+        if not res.check(
+            "kube: podman kube play deployment.yaml + secret.yaml (+ configmap.yaml)",
+            lambda: podman("kube", "play", "--configmap", configmap, play, timeout=180),
+        ):
+            return
+        names = podman("ps", "-a", "--format", "{{.Names}}", "--filter", f"pod={name}-pod-0")
+        container = next(n for n in names.stdout.split() if n.endswith("-handler-kit"))
+
+        with httpx.Client(timeout=10) as client:
+            if not res.check(
+                "kube: liveness /healthz answers",
+                lambda: wait_healthy(client, url, container, timeout=90),
+            ):
+                return
+
+            def ready() -> str:
+                r = client.get(f"{url}/readyz")
+                assert r.status_code == 200, f"{r.status_code} {r.text}"
+                return r.text.strip()
+
+            res.check("kube: readiness /readyz -> 200", ready)
+
+            def secret_file() -> str:
+                held = podman("exec", container, "cat", "/etc/handler-kit/secrets/tokens")
+                accepted = held.stdout.strip()
+                assert accepted == token, "the mounted Secret does not hold the token"
+                env = podman("inspect", "--format", "{{json .Config.Env}}", container).stdout
+                assert accepted not in env and token not in env, "token in the environment"
+                auth = {"Authorization": f"Bearer {accepted}"}
+                r = client.post(f"{url}/hooks", json=pre_tool_use(640), headers=auth)
+                assert r.status_code == 200 and r.json() == DENY_BODY, f"{r.status_code} {r.text}"
+                return "token read from the mounted Secret, not from the environment"
+
+            res.check("kube: $640 -> deny with the token of the Secret", secret_file)
+    finally:
+        podman("kube", "down", play, check=False, timeout=120)
+        podman("secret", "rm", name, check=False)
+
+
+# ---- compose: nginx, three replicas, Redis, Postgres; durable audit ------------------------
 
 
 def write_tls(folder: Path) -> Path:
-    """A test CA and a server certificate for localhost/127.0.0.1 (trustme)."""
+    """A test CA and the proxy's certificate for localhost/127.0.0.1 (trustme)."""
     import trustme
 
     folder.mkdir(parents=True, exist_ok=True)
     ca = trustme.CA()
-    cert = ca.issue_cert("localhost", "127.0.0.1", "gate1", "gate2")
+    cert = ca.issue_cert("localhost", "127.0.0.1")
     ca.cert_pem.write_to_path(str(folder / "ca.pem"))
     cert.private_key_pem.write_to_path(str(folder / "key.pem"))
     cert.cert_chain_pems[0].write_to_path(str(folder / "cert.pem"))
@@ -244,8 +372,22 @@ def write_tls(folder: Path) -> Path:
         pem.write_to_path(str(folder / "cert.pem"), append=True)
     folder.chmod(0o755)
     for f in folder.iterdir():
-        f.chmod(0o644)  # the server runs as uid 10001 and reads the key through a bind mount
+        f.chmod(0o644)
     return folder / "ca.pem"
+
+
+def write_secrets(folder: Path, token: str) -> None:
+    """The files compose's `secrets:` mount: read by uid 10001 in the gates."""
+    import secrets
+
+    folder.mkdir(parents=True, exist_ok=True)
+    password = secrets.token_urlsafe(18)
+    (folder / "tokens").write_text(token + "\n", encoding="utf-8")
+    (folder / "postgres-password").write_text(password + "\n", encoding="utf-8")
+    url = f"postgresql://handler_kit:{password}@postgres:5432/handler_kit"
+    (folder / "audit-url").write_text(url + "\n", encoding="utf-8")
+    for f in folder.iterdir():
+        f.chmod(0o644)
 
 
 def compose_container(project: str, service: str) -> str:
@@ -260,24 +402,139 @@ def compose_container(project: str, service: str) -> str:
     return names[0]
 
 
-def test_compose(res: Results, args: argparse.Namespace) -> None:
-    token = f"ctest-compose-token-{os.getpid():010d}"
-    tls_dir = Path(args.work) / "tls"
-    ca_file = write_tls(tls_dir)
-    ports = {"gate1": free_port(), "gate2": free_port()}
-    env = {
+def compose_env(args: argparse.Namespace, work: Path, token: str, port: int) -> dict[str, str]:
+    import random
+
+    write_secrets(work / "secrets", token)
+    net = f"10.{random.randint(90, 250)}.{random.randint(0, 255)}"
+    return {
         **os.environ,
         "HANDLER_KIT_IMAGE": args.image,
         "REDIS_IMAGE": args.redis_image,
-        "HANDLER_KIT_TOKENS": token,
-        "HANDLER_KIT_TLS_DIR": str(tls_dir),
-        "HANDLER_KIT_WORKERS": "2",  # HANDLER_KIT_WORKERS reaches `serve`: 2 workers a replica
-        "GATE1_PORT": str(ports["gate1"]),
-        "GATE2_PORT": str(ports["gate2"]),
+        "NGINX_IMAGE": args.nginx_image,
+        "POSTGRES_IMAGE": args.postgres_image,
+        "HANDLER_KIT_TLS_DIR": str(work / "tls"),
+        "HANDLER_KIT_SECRETS_DIR": str(work / "secrets"),
+        "HANDLER_KIT_NET": net,
+        "PROXY_PORT": str(port),
     }
+
+
+def psql(container: str, sql: str) -> list[str]:
+    r = podman(
+        "exec", container, "psql", "-U", "handler_kit", "-d", "handler_kit", "-At", "-c", sql
+    )
+    return [line for line in r.stdout.splitlines() if line]
+
+
+class Load:
+    """Hook calls through the proxy from several client threads, each with its own keep-alive
+    connection; every call a distinct tool_use_id, so each received answer names its record."""
+
+    def __init__(self, url: str, ca_file: str | bool, token: str, prefix: str) -> None:
+        self.url, self.ca_file, self.token, self.prefix = url, ca_file, token, prefix
+        self.received: list[str] = []  # tool_use_ids of the answers clients got
+        self.latencies: list[float] = []  # seconds, of every call
+        self.errors: dict[str, int] = {}
+        self.sent = 0
+        self.lock = threading.Lock()
+
+    def run(self, total: int, threads: int, on_progress: Callable[[int], None] | None = None):
+        counter = iter(range(total))
+
+        def worker() -> None:
+            auth = {"Authorization": f"Bearer {self.token}"}
+            with httpx.Client(verify=self.ca_file, timeout=30) as client:
+                while True:
+                    with self.lock:
+                        n = next(counter, None)
+                        if n is None:
+                            return
+                        self.sent += 1
+                    if on_progress is not None:
+                        on_progress(n)
+                    event = pre_tool_use(640, n)
+                    event["tool_use_id"] = f"{self.prefix}{n}"
+                    t0 = time.perf_counter()
+                    try:
+                        r = client.post(f"{self.url}/hooks", json=event, headers=auth)
+                        kind = None if r.status_code == 200 else f"HTTP {r.status_code}"
+                        if kind is None and r.json() != DENY_BODY:
+                            kind = "wrong answer"
+                    except httpx.HTTPError as exc:
+                        kind = type(exc).__name__
+                    with self.lock:
+                        self.latencies.append(time.perf_counter() - t0)
+                        if kind is None:
+                            self.received.append(event["tool_use_id"])
+                        else:
+                            self.errors[kind] = self.errors.get(kind, 0) + 1
+
+        pool = [threading.Thread(target=worker) for _ in range(threads)]
+        t0 = time.monotonic()
+        for t in pool:
+            t.start()
+        for t in pool:
+            t.join()
+        return time.monotonic() - t0
+
+
+def slow_clients(port: int, ca_file: str, count: int, seconds: float) -> Callable[[], dict]:
+    """``count`` connections to the proxy that finish TLS and then send a request head one
+    header line a second, never ending it (slowloris). Returns a function that stops them and
+    says how many the proxy had closed on its own."""
+    import ssl
+
+    context = ssl.create_default_context(cafile=ca_file)
+    stop = threading.Event()
+    stats = {"opened": 0, "closed_by_proxy": 0, "failed": 0}
+    lock = threading.Lock()
+
+    def one() -> None:
+        try:
+            raw = socket.create_connection(("127.0.0.1", port), timeout=10)
+            conn = context.wrap_socket(raw, server_hostname="localhost")
+            conn.sendall(b"POST /hooks HTTP/1.1\r\nHost: localhost\r\n")
+        except OSError:
+            with lock:
+                stats["failed"] += 1
+            return
+        with lock:
+            stats["opened"] += 1
+        deadline = time.monotonic() + seconds
+        try:
+            while not stop.is_set() and time.monotonic() < deadline:
+                conn.sendall(b"X-Slow: 1\r\n")
+                stop.wait(1.0)
+        except OSError:
+            with lock:
+                stats["closed_by_proxy"] += 1
+        finally:
+            conn.close()
+
+    threads = [threading.Thread(target=one, daemon=True) for _ in range(count)]
+    for t in threads:
+        t.start()
+
+    def finish() -> dict:
+        stop.set()
+        for t in threads:
+            t.join(timeout=15)
+        return stats
+
+    return finish
+
+
+def test_compose(res: Results, args: argparse.Namespace) -> None:
+    token = f"ctest-compose-token-{os.getpid():010d}"
+    work = Path(args.work)
+    ca_file = str(write_tls(work / "tls"))
+    port = free_port()
+    url = f"https://127.0.0.1:{port}"
+    env = compose_env(args, work, token, port)
     compose = [args.podman_compose, "-p", args.run_id, "-f", str(COMPOSE_FILE)]
 
-    def run_compose(*cmd: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    def run_compose(*cmd: str, timeout: float = 240) -> subprocess.CompletedProcess:
         proc = subprocess.run(
             [*compose, *cmd], env=env, capture_output=True, text=True, timeout=timeout
         )
@@ -290,69 +547,163 @@ def test_compose(res: Results, args: argparse.Namespace) -> None:
 
     try:
         if not res.check(
-            "compose: podman-compose up -d (redis, gate1, gate2)",
+            "compose: up -d (proxy, gate1-3, redis, postgres; durable audit)",
             lambda: run_compose("up", "-d", "--no-build"),
         ):
             return
-        with httpx.Client(verify=str(ca_file), timeout=10) as client:
-            for service, port in ports.items():
-                url = f"https://127.0.0.1:{port}"
-                container = compose_container(args.run_id, service)
-                if res.check(
-                    f"compose {service}: healthy over https with the test CA",
-                    lambda url=url, container=container: wait_healthy(client, url, container),
-                ):
-                    check_gate(res, f"compose {service}", client, url, token)
+        gates = [compose_container(args.run_id, f"gate{i}") for i in (1, 2, 3)]
+        postgres = compose_container(args.run_id, "postgres")
+        proxy = compose_container(args.run_id, "proxy")
 
-            def plain_http_refused() -> None:
-                try:
-                    r = httpx.get(f"http://127.0.0.1:{ports['gate1']}/healthz", timeout=3)
-                except httpx.HTTPError:
-                    return
-                raise AssertionError(f"plain http answered {r.status_code}")
+        def all_ready() -> str:
+            deadline = time.monotonic() + 120
+            probe = "import urllib.request as r; print(r.urlopen('http://127.0.0.1:8000/readyz', timeout=4).status)"  # noqa: E501
+            pending = list(gates)
+            while pending and time.monotonic() < deadline:
+                for gate in list(pending):
+                    r = podman("exec", gate, "python3", "-c", probe, check=False, timeout=30)
+                    if r.stdout.strip() == "200":
+                        pending.remove(gate)
+                time.sleep(1)
+            if pending:
+                logs = podman("logs", "--tail", "20", pending[0], check=False)
+                raise AssertionError(f"not ready: {pending}: {(logs.stdout + logs.stderr)[-1500:]}")
+            with httpx.Client(verify=ca_file, timeout=10) as client:
+                return wait_healthy(client, url, proxy, timeout=60)
 
-            res.check("compose gate1: plain http is not served (TLS only)", plain_http_refused)
+        if not res.check("compose: every gate /readyz 200, the proxy answers over TLS", all_ready):
+            return
+        with httpx.Client(verify=ca_file, timeout=10) as client:
+            check_gate(res, "compose via proxy", client, url, token)
 
-        def redis_reachable() -> str:
-            # The replicas reach Redis by its service name on the compose network.
-            probe = (
-                "import os, socket, urllib.parse as u; "
-                "p = u.urlparse(os.environ['HANDLER_KIT_IDEMPOTENCY_REDIS_URL']); "
-                "s = socket.create_connection((p.hostname, p.port or 6379), timeout=5); "
-                "s.sendall(b'PING\\r\\n'); print(s.recv(64).decode().strip())"
+            def oversized_body() -> str:
+                # over the proxy's cap: the gate, not nginx, answers, with its safe decision
+                auth = {"Authorization": f"Bearer {token}"}
+                body = b'{"hook_event_name": "PreToolUse", "pad": "' + b"x" * (3 << 20) + b'"}'
+                r = client.post(f"{url}/hooks/refund_gate", content=body, headers=auth, timeout=30)
+                decision = (r.json().get("hookSpecificOutput") or {}).get("permissionDecision")
+                assert r.status_code == 200 and decision == "deny", f"{r.status_code} {r.text}"
+                return "3 MiB body: deny (fail closed), not a 413 a runtime would proceed on"
+
+            res.check("compose via proxy: body over the proxy's cap -> gate's deny", oversized_body)
+
+        def no_gate_published() -> str:
+            ports = [podman("port", gate, check=False).stdout.strip() for gate in gates]
+            assert not any(ports), ports
+            return "only the proxy has a published port"
+
+        res.check("compose: the gates are not reachable from the host", no_gate_published)
+
+        def tokens_from_secret() -> str:
+            env_out = podman("inspect", "--format", "{{json .Config.Env}}", gates[0]).stdout
+            assert token not in env_out and "postgresql://" not in env_out, "secret in env"
+            return "HANDLER_KIT_TOKENS_FILE, HANDLER_KIT_AUDIT_FILE"
+
+        res.check("compose: no token or database URL in a gate's environment", tokens_from_secret)
+
+        total, threads = args.load_requests, 10
+        load = Load(url, ca_file, token, prefix=f"toolu_load_{os.getpid()}_")
+        killed: dict[str, float] = {}
+
+        def kill_one(n: int) -> None:
+            if n == total // 3 and not killed:
+                killed["at"] = time.monotonic()
+                podman("kill", gates[1], check=False)
+
+        def load_with_kill() -> str:
+            elapsed = load.run(total, threads, on_progress=kill_one)
+            errors = sum(load.errors.values())
+            print(
+                f"info load: {total} calls, {threads} clients, {elapsed:.1f}s, "
+                f"{len(load.received)} answers, {errors} errors {load.errors or ''} "
+                f"(gate2 killed after {total // 3} calls)",
+                flush=True,
             )
-            out = []
-            for service in ports:
-                container = compose_container(args.run_id, service)
-                r = podman("exec", container, "python3", "-c", probe)
-                assert r.stdout.strip() == "+PONG", r.stdout + r.stderr
-                out.append(f"{service} PONG")
-            return ", ".join(out)
+            assert killed, "the kill never happened"
+            assert len(load.received) >= total * 0.9, load.errors
+            return f"{len(load.received)} answered, {errors} client errors"
 
-        res.check("compose: both replicas reach redis via HANDLER_KIT_IDEMPOTENCY_REDIS_URL",
-                  redis_reachable)  # fmt: skip
-        # Not a check: keys appear only when a served handler is declared idempotent=True.
-        keys = podman(
-            "exec", compose_container(args.run_id, "redis"), "redis-cli", "dbsize", check=False
-        )
-        print(f"info redis keys after the calls: {(keys.stdout or keys.stderr).strip()}")
+        if res.check(
+            f"compose: {total} calls via proxy, podman kill gate2 mid-load", load_with_kill
+        ):
+
+            def every_answer_recorded() -> str:
+                ids = psql(
+                    postgres,
+                    "SELECT tool_use_id FROM handler_kit_audit WHERE kind = 'answer' "
+                    f"AND tool_use_id LIKE '{load.prefix}%'",
+                )
+                missing = set(load.received) - set(ids)
+                assert not missing, (
+                    f"{len(missing)} answers without a record: {sorted(missing)[:5]}"
+                )
+                replicas = psql(
+                    postgres,
+                    "SELECT replica, count(*) FROM handler_kit_audit WHERE kind = 'answer' "
+                    f"AND tool_use_id LIKE '{load.prefix}%' GROUP BY replica ORDER BY replica",
+                )
+                return (
+                    f"{len(load.received)} received, all in Postgres "
+                    f"({len(ids)} answer records; per replica: {', '.join(replicas)})"
+                )
+
+            res.check(
+                "compose: every answer a client received has its record", every_answer_recorded
+            )
+
+        def slowloris() -> str:
+            finish = slow_clients(port, ca_file, count=200, seconds=20)
+            time.sleep(2)
+            answered, failed = 0, []
+            auth = {"Authorization": f"Bearer {token}"}
+            with httpx.Client(verify=ca_file, timeout=10) as client:
+                t_end = time.monotonic() + 14
+                n = 0
+                while time.monotonic() < t_end:
+                    n += 1
+                    try:
+                        r = client.post(f"{url}/hooks", json=pre_tool_use(640, n), headers=auth)
+                        if r.status_code == 200 and r.json() == DENY_BODY:
+                            answered += 1
+                        else:
+                            failed.append(r.status_code)
+                    except httpx.HTTPError as exc:
+                        failed.append(type(exc).__name__)
+                    time.sleep(0.2)
+            stats = finish()
+            print(f"info slow clients: {stats}; calls during the attack: {answered} answered, "
+                  f"failures {failed}", flush=True)  # fmt: skip
+            assert stats["opened"] >= 150, stats
+            assert answered >= 20 and not failed, (answered, failed)
+            assert stats["closed_by_proxy"] >= stats["opened"] * 0.9, stats
+            closed = f"{stats['closed_by_proxy']} of {stats['opened']}"
+            return f"{answered} answered during it; the proxy closed {closed}"
+
+        res.check("compose: 200 slow (slowloris) clients on the proxy; the gates still answer",
+                  slowloris)  # fmt: skip
     finally:
         down = subprocess.run(
-            [*compose, "down", "-t", "3"], env=env, capture_output=True, text=True, timeout=120
-        )
+            [*compose, "down", "-v", "-t", "3"], env=env, capture_output=True, text=True,
+            timeout=180,
+        )  # fmt: skip
         if down.returncode != 0:
             print(f"warning: podman-compose down: {down.stderr[-500:]}", flush=True)
-        shutil.rmtree(tls_dir, ignore_errors=True)
+        shutil.rmtree(work / "tls", ignore_errors=True)
+        shutil.rmtree(work / "secrets", ignore_errors=True)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--image", required=True)
     parser.add_argument("--redis-image", required=True)
+    parser.add_argument("--nginx-image", required=True)
+    parser.add_argument("--postgres-image", required=True)
+    parser.add_argument("--load-requests", type=int, default=600)
     parser.add_argument("--run-id", required=True)
     parser.add_argument("--podman-compose", required=True)
     parser.add_argument("--work", required=True, help="a temporary folder (TLS files)")
     parser.add_argument("--skip-compose", action="store_true")
+    parser.add_argument("--only", choices=("image", "kube", "compose"))
     args = parser.parse_args()
 
     # On SIGTERM, unwind through the finally blocks that stop the containers.
@@ -360,8 +711,11 @@ def main() -> int:
     res = Results()
     t0 = time.monotonic()
     try:
-        test_image(res, args)
-        if not args.skip_compose:
+        if args.only in (None, "image"):
+            test_image(res, args)
+        if args.only in (None, "kube"):
+            test_kube_play(res, args)
+        if args.only in (None, "compose") and not args.skip_compose:
             test_compose(res, args)
     except Exception as exc:  # a broken harness is a failure, never a silent pass
         res.failed += 1

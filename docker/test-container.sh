@@ -13,7 +13,8 @@
 #
 # Why a local base image: no container registry is reachable from these machines, so the
 # Dockerfile's default base (python:3.12-slim) and compose's redis image cannot be pulled. A
-# Debian base is debootstrapped once and imported; Redis is built from it (docker/redis.Containerfile).
+# Debian base is debootstrapped once and imported; Redis, nginx and PostgreSQL are built from it
+# with Debian's packages (docker/*.Containerfile).
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -24,6 +25,8 @@ CA_BASE_IMAGE="localhost/bookworm-py-ca:latest"
 IMAGE="localhost/handler-kit:test"
 BUILD_STAGE_IMAGE="localhost/handler-kit-build-stage:test"
 REDIS_IMAGE_LOCAL="localhost/handler-kit-redis:test"
+NGINX_IMAGE_LOCAL="localhost/handler-kit-nginx:test"
+POSTGRES_IMAGE_LOCAL="localhost/handler-kit-postgres:test"
 CACHE="${HANDLER_KIT_CONTAINER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/handler-kit/container}"
 RUN_ID="hkct-$$"
 START=$(date +%s)
@@ -43,8 +46,12 @@ cleanup() {
     done
     podman pod rm -f "pod_$RUN_ID" >/dev/null 2>&1
     podman network rm -f "${RUN_ID}_default" >/dev/null 2>&1
+    podman volume ls -q --filter "label=io.podman.compose.project=$RUN_ID" \
+      | xargs -r podman volume rm -f >/dev/null 2>&1
+    podman secret rm "$RUN_ID-handler-kit" >/dev/null 2>&1
     if [ "${KEEP_IMAGES:-1}" = 0 ]; then
-      podman rmi -f "$IMAGE" "$BUILD_STAGE_IMAGE" "$REDIS_IMAGE_LOCAL" >/dev/null 2>&1
+      podman rmi -f "$IMAGE" "$BUILD_STAGE_IMAGE" "$REDIS_IMAGE_LOCAL" "$NGINX_IMAGE_LOCAL" \
+        "$POSTGRES_IMAGE_LOCAL" >/dev/null 2>&1
     fi
   fi
   remove_tree "$WORK"
@@ -183,13 +190,20 @@ log "built $IMAGE in $(($(date +%s) - t0))s"
 mkdir -p "$WORK/empty"
 build "$REDIS_IMAGE_LOCAL" "$WORK/redis-build.log" -f docker/redis.Containerfile "$WORK/empty" \
   || setup_failed "podman build redis"
+build "$NGINX_IMAGE_LOCAL" "$WORK/nginx-build.log" -f docker/nginx.Containerfile "$WORK/empty" \
+  || setup_failed "podman build nginx"
+mkdir -p "$WORK/postgres"
+cp docker/postgres-entrypoint.sh "$WORK/postgres/"
+build "$POSTGRES_IMAGE_LOCAL" "$WORK/postgres-build.log" -f docker/postgres.Containerfile \
+  "$WORK/postgres" || setup_failed "podman build postgres"
 podman image prune -f --filter "label=$BUILD_LABEL" >/dev/null 2>&1 || true
 
 # ---- 4. checks -------------------------------------------------------------------------------
 log "running the checks"
 set +e
 "$PY" docker/container_test.py \
-  --image "$IMAGE" --redis-image "$REDIS_IMAGE_LOCAL" --run-id "$RUN_ID" \
+  --image "$IMAGE" --redis-image "$REDIS_IMAGE_LOCAL" --nginx-image "$NGINX_IMAGE_LOCAL" \
+  --postgres-image "$POSTGRES_IMAGE_LOCAL" --run-id "$RUN_ID" \
   --podman-compose "$PODMAN_COMPOSE" --work "$WORK"
 rc=$?
 set -e

@@ -234,3 +234,41 @@ def _is_update(tree: ast.AST, target: ast.Attribute) -> bool:
         ):
             return True
     return False
+
+
+def test_tokens_from_a_mounted_secret_file(tmp_path: Path) -> None:
+    """HANDLER_KIT_TOKENS_FILE: tokens by commas or lines, the trailing newline no part of one;
+    ``serve`` hands them to its workers under HANDLER_KIT_TOKENS, never the file variable."""
+    secret = tmp_path / "tokens"
+    other = "config-test-token-second-012345"
+    secret.write_text(f"{TOKEN}\n{other},\n", encoding="utf-8")
+    config = ServeConfig.from_env({"HANDLER_KIT_TOKENS_FILE": str(secret)})
+    assert config.server.tokens == (TOKEN, other)
+    exported = export_env(config)
+    assert exported["HANDLER_KIT_TOKENS"] == f"{TOKEN},{other}"
+    assert "HANDLER_KIT_TOKENS_FILE" not in exported
+    # a worker's environment holds both, equal
+    both = {**exported, "HANDLER_KIT_TOKENS_FILE": str(secret)}
+    assert ServeConfig.from_env(both) == config
+    with pytest.raises(ConfigError, match="HANDLER_KIT_TOKENS and HANDLER_KIT_TOKENS_FILE"):
+        ServerConfig.from_env({"HANDLER_KIT_TOKENS": other, "HANDLER_KIT_TOKENS_FILE": str(secret)})
+    # the audit sinks likewise, for a database URL that holds its password
+    dsn = tmp_path / "audit"
+    dsn.write_text("postgresql://hk:pw-in-a-secret@db:5432/hk\n", encoding="utf-8")
+    operations = OperationsConfig.from_env({"HANDLER_KIT_AUDIT_FILE": str(dsn)})
+    assert operations.audit == ("postgresql://hk:pw-in-a-secret@db:5432/hk",)
+
+
+def test_an_unreadable_or_empty_token_file_is_refused_without_its_text(tmp_path: Path) -> None:
+    missing = tmp_path / "absent"
+    with pytest.raises(ConfigError, match=r"HANDLER_KIT_TOKENS_FILE: cannot read .*absent"):
+        ServerConfig.from_env({"HANDLER_KIT_TOKENS_FILE": str(missing)})
+    empty = tmp_path / "empty"
+    empty.write_text("\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="holds no value"):
+        ServerConfig.from_env({"HANDLER_KIT_TOKENS_FILE": str(empty)})
+    binary = tmp_path / "binary"
+    binary.write_bytes(b"\xff" + TOKEN.encode())
+    with pytest.raises(ConfigError) as caught:
+        ServerConfig.from_env({"HANDLER_KIT_TOKENS_FILE": str(binary)})
+    assert TOKEN not in str(caught.value)

@@ -16,6 +16,7 @@ import pytest
 import handler_kit
 from handler_kit import HookApp
 from handler_kit._compat import MOVED
+from handler_kit.core._decorators import EventDecorators
 from handler_kit.core.events import EVENT_MODELS, model_for
 from handler_kit.core.names import EVENT_NAMES, MATCHERLESS_EVENTS, RUNBEAR_EVENTS
 
@@ -70,10 +71,11 @@ def test_one_decorator_per_event() -> None:
     """The per-event decorators of HookApp and the event list match one to one."""
     decorators = {
         attr
-        for attr, value in vars(HookApp).items()
-        if callable(value) and getattr(value, "__name__", None) in EVENT_NAMES
+        for attr, value in vars(EventDecorators).items()
+        if callable(value) and not attr.startswith("_")
     }
     assert decorators == {_snake(name) for name in EVENT_NAMES}
+    assert issubclass(HookApp, EventDecorators)
     app = HookApp("decorators")
     for name in EVENT_NAMES:
         getattr(app, _snake(name))(name=f"h_{_snake(name)}")(lambda event: None)

@@ -13,6 +13,10 @@ import sys
 
 from handler_kit._version import __version__
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on this path
+if TYPE_CHECKING:
+    from typing import Any
+
 
 class Command:
     """One subcommand: the module that implements it and the two functions it is called
@@ -37,6 +41,12 @@ COMMANDS: dict[str, Command] = {
         "add_arguments",
         "run",
         "serve a HookApp over HTTP(S): webhook + MCP",
+    ),
+    "dev": Command(
+        "handler_kit.cli.dev",
+        "add_arguments",
+        "run",
+        "serve a HookApp for development: reload on change, a token and curl, the inspector",
     ),
     # Never reached through the parser below: main() hands ``command`` to hook.main first,
     # which parses without argparse and calls these two only for unusual arguments.
@@ -84,6 +94,12 @@ COMMANDS: dict[str, Command] = {
         "run_send",
         "send one event to one endpoint and explain the answer",
     ),
+    "test": Command(
+        "handler_kit.cli.cases",
+        "add_arguments",
+        "run",
+        "run policy test cases (event + expected answer) against an app, a URL or a document",
+    ),
 }
 
 
@@ -114,7 +130,34 @@ def main(argv: list[str] | None = None) -> int:
         if name == chosen:
             module = importlib.import_module(command.module)
             getattr(module, command.add_arguments)(sub_parser)
+            _show_defaults(sub_parser)
             run = getattr(module, command.run)
     args = parser.parse_args(argv)
     assert run is not None  # parse_args exits unless argv[0] named a subcommand
     return int(run(args) or 0)
+
+
+def _show_defaults(parser: Any) -> None:
+    """End each option's help with its default when the help does not say it (options backed
+    by a setting say it, with their variable, from :data:`handler_kit.config.SETTINGS`), so
+    every ``--help`` answers "what if I leave it out". A value taken from the environment is
+    never shown: it may be a secret."""
+    import argparse
+
+    for action in parser._actions:
+        help_text = action.help
+        if not action.option_strings or not help_text or help_text == argparse.SUPPRESS:
+            continue
+        if isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
+            continue
+        if "default" in help_text or "required" in help_text:
+            continue
+        if action.required:
+            shown = "required"
+        elif action.nargs == 0:  # a flag
+            shown = "default: off"
+        elif action.default in (None, [], ()):
+            shown = "default: none"
+        else:
+            shown = f"default: {action.default}"
+        action.help = f"{help_text} ({shown})"

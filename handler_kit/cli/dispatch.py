@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from handler_kit.config import ClientConfig, environment, setting_for
+from handler_kit.config import CLIENT_TOKEN_VARIABLE, ClientConfig, environment, setting_for
 
 _ENV_REF = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 
@@ -110,7 +110,13 @@ def run_validate(args: argparse.Namespace) -> int:
         return 1
     result = validate_document(data, known_mcp_servers=args.known_mcp_server)
     if result.error is not None:
-        _print(result.error)
+        _print(result.error)  # exactly what the PUT answers: any advice goes to stderr
+        if any(_plain_http(issue) for issue in result.error.get("issues", ())):
+            sys.stderr.write(
+                "handler-kit validate: Runbear calls https URLs only; to run this document "
+                "against a local http:// server, use handler-kit dispatch --allow-private "
+                "(local tests only)\n"
+            )
         return 1
     if args.as_get and result.document is not None:
         _print(result.document.to_json(redacted=True), indent=2)
@@ -119,11 +125,19 @@ def run_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _plain_http(issue: Any) -> bool:
+    """True for the issue of an http handler's ``http://`` URL."""
+    message = issue.get("message", "") if isinstance(issue, dict) else ""
+    return "https" in message and "'http'" in message
+
+
 # -- dispatch -------------------------------------------------------------------------------
 
 
 def add_dispatch_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--document", required=True, metavar="HOOKS.json")
+    parser.add_argument(
+        "--document", required=True, metavar="HOOKS.json", help="the Runbear hooks document"
+    )
     parser.add_argument(
         "--events",
         required=True,
@@ -271,6 +285,15 @@ def add_send_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _no_token() -> str:
+    """What send says when it has no token to send: where one comes from."""
+    tokens = setting_for("server", "tokens").env
+    return (
+        f"no bearer token: set {CLIENT_TOKEN_VARIABLE} (one of the server's {tokens}) "
+        "or pass --token"
+    )
+
+
 def run_send(args: argparse.Namespace) -> int:
     import asyncio
 
@@ -293,6 +316,8 @@ def run_send(args: argparse.Namespace) -> int:
         handler: dict[str, Any] = {"type": "http", "url": args.url}
         if args.token:
             handler["headers"] = {"Authorization": f"Bearer {expand_env(args.token)}"}
+        else:
+            sys.stderr.write(f"handler-kit send: {_no_token()}; sending without one\n")
         if args.timeout is not None:
             handler["timeout"] = args.timeout
         try:
@@ -310,6 +335,15 @@ def run_send(args: argparse.Namespace) -> int:
     outcome = dispatcher.dispatch_sync(event)
     report = outcome.handlers[0]
     notes = asyncio.run(_notes(args.url, name, outcome))
+    if report.http_status == 401:
+        tokens = setting_for("server", "tokens").env
+        notes.insert(
+            0,
+            f"The server refused the request (401): {_no_token()}."
+            if not args.token
+            else f"The server refused the token (401): {CLIENT_TOKEN_VARIABLE} or --token must "
+            f"hold one of the server's {tokens}.",
+        )
     body: Any = None
     raw = report.http_body or b""
     if raw:

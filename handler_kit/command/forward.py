@@ -114,14 +114,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="where to send the input: the gate's route (https://HOST/hooks/NAME), or the "
         "server's base URL with --handler",
     )
-    parser.add_argument("--handler", metavar="NAME", help="send to URL/hooks/NAME")
+    parser.add_argument(
+        "--handler", metavar="NAME", help="send to URL/hooks/NAME (default: URL as given)"
+    )
     parser.add_argument(
         "--runtime",
         choices=dialects.RUNTIMES,
         help="the runtime's dialect: "
         + "; ".join(f"{k}: {v}" for k, v in dialects.RUNTIME_HELP.items()),
     )
-    parser.add_argument("--exit-codes", action="store_true", help="the same as --runtime sandbox")
+    parser.add_argument(
+        "--exit-codes", action="store_true", help="the same as --runtime sandbox (default: off)"
+    )
     parser.add_argument(
         "--fail-closed",
         action="store_true",
@@ -145,7 +149,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--app",
         metavar="MODULE:ATTR",
-        help="the app this entry belongs to, sent as X-Handler-Kit-App (install writes it)",
+        help="the app this entry belongs to, sent as X-Handler-Kit-App (install writes it; "
+        "default: none)",
     )
     parser.error = _usage_error  # type: ignore[method-assign,assignment]
 

@@ -38,6 +38,7 @@ asyncio at all (see :func:`_run_answer`).
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import json
 import logging
@@ -47,13 +48,14 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
-from handler_kit.config import CommandConfig
+from handler_kit.config import command_config
 from handler_kit.core._coroutines import never_suspends, run_without_loop
 from handler_kit.core.vocabulary import one_line
 
 if TYPE_CHECKING:
     import argparse
 
+    from handler_kit.config import CommandConfig, DefaultCommandConfig
     from handler_kit.core.app import HookApp
     from handler_kit.core.vocabulary import Answer, Handler
 
@@ -86,7 +88,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the runtime's dialect: "
         + "; ".join(f"{k}: {v}" for k, v in dialects.RUNTIME_HELP.items()),
     )
-    parser.add_argument("--exit-codes", action="store_true", help="the same as --runtime sandbox")
+    parser.add_argument(
+        "--exit-codes", action="store_true", help="the same as --runtime sandbox (default: off)"
+    )
     parser.add_argument(
         "--handler",
         metavar="NAME",
@@ -95,7 +99,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--log-file",
         metavar="PATH",
-        help="append log lines to PATH instead of stderr",
+        help="append log lines to PATH (default: stderr)",
     )
     # argparse exits 2 on a usage error, and exit 2 means "block" to a hook runtime: a typo in a
     # settings file would block every tool call with a usage message as the reason. Exit 1 is
@@ -156,14 +160,16 @@ def main(argv: list[str]) -> int:
     return run(args)
 
 
-def run(args: argparse.Namespace, config: CommandConfig | None = None) -> int:
+def run(
+    args: argparse.Namespace, config: CommandConfig | DefaultCommandConfig | None = None
+) -> int:
     """Answer the one hook input on stdin; return the exit code."""
     logs = _LogBuffer()
     root = logging.getLogger()
     root.addHandler(logs)
     level = root.level
     try:
-        config = config if config is not None else CommandConfig.from_env()
+        config = config if config is not None else command_config()
     except ValueError as exc:  # a malformed setting: one line, non-blocking, like bad input
         root.removeHandler(logs)
         _write_stderr(ERROR_EXIT, f"handler-kit: {exc}", [], args.log_file)
@@ -194,7 +200,9 @@ def run(args: argparse.Namespace, config: CommandConfig | None = None) -> int:
 
 
 def _answer(
-    args: argparse.Namespace, config: CommandConfig, watchdog: _Watchdog | None = None
+    args: argparse.Namespace,
+    config: CommandConfig | DefaultCommandConfig,
+    watchdog: _Watchdog | None = None,
 ) -> tuple[int, bytes, str, bool]:
     """(exit code, stdout bytes, stderr message, a handler thread may still be running) for
     the input on stdin; ``watchdog`` answers instead if the handlers hold the process past
@@ -210,7 +218,10 @@ def _answer(
     # Audit trail and spans, written before exit; only when configured, so a hook without
     # them imports none of that code.
     if config.operations.auditing or config.operations.tracing:
+        from handler_kit.config import CommandConfig
         from handler_kit.ops.operations import Operations
+
+        assert isinstance(config, CommandConfig)  # the defaults turn nothing on
 
         try:
             operations = Operations.build(
@@ -223,7 +234,10 @@ def _answer(
     if args.handler is not None:
         only = app.by_name.get(args.handler)
         if only is None:
-            raise CommandError(f"app {app.name!r} has no handler named {args.handler!r}")
+            known = ", ".join(app.by_name) or "none"
+            raise CommandError(
+                f"app {app.name!r} has no handler named {args.handler!r}; its handlers: {known}"
+            )
         handlers = [only]
     raw = sys.stdin.buffer.read()
     try:
@@ -649,13 +663,10 @@ class _Watchdog:
         # knows which handlers did answer), and well inside the margin the deadline keeps
         # before the runtime's timeout.
         delay = max(h.deadline + (h.timeout - h.deadline) / 4 for h in handlers)
-        thread = threading.Thread(
-            target=self._watch,
-            args=(delay, app, event, handlers, runtime),
-            name="handler-kit-watchdog",
-            daemon=True,
-        )
-        thread.start()
+        # a bare thread: threading.Thread.start waits until the new thread has run, a
+        # scheduler round trip on every tool call, and this one needs no join (it never
+        # keeps the process alive: the process ends when the main thread is done)
+        _thread.start_new_thread(self._watch, (delay, app, event, handlers, runtime))
 
     def claim(self) -> None:
         """Called by the main thread before it writes anything: from now on the watchdog

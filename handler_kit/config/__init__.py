@@ -46,6 +46,9 @@ if TYPE_CHECKING:
         DEFAULT_MAX_BODY_BYTES as DEFAULT_MAX_BODY_BYTES,
     )
     from handler_kit.config._settings import (
+        LOG_FORMATS as LOG_FORMATS,
+    )
+    from handler_kit.config._settings import (
         LOG_LEVELS as LOG_LEVELS,
     )
     from handler_kit.config._settings import (
@@ -103,6 +106,9 @@ if TYPE_CHECKING:
         parse_list as parse_list,
     )
     from handler_kit.config._settings import (
+        parse_log_format as parse_log_format,
+    )
+    from handler_kit.config._settings import (
         parse_log_level as parse_log_level,
     )
     from handler_kit.config._settings import (
@@ -146,6 +152,66 @@ def client_token(variable: str = CLIENT_TOKEN_VARIABLE) -> str | None:
     return os.environ.get(variable, "").strip() or None
 
 
+# The variables of a command hook's settings (CommandConfig and its OperationsConfig, old
+# names included) that need the settings to be read: with none of them set, the hook's
+# configuration is the defaults, and the settings, a measurable share of a process started on
+# every tool call, are not loaded. TMPDIR and TRACEPARENT are read as they are (stripped).
+# tests/test_config.py holds this list to SETTINGS.
+COMMAND_VARIABLES = (
+    "HANDLER_KIT_DEBUG",
+    "HANDLER_KIT_AUDIT",
+    "HANDLER_KIT_AUDIT_FILE",
+    "HANDLER_KIT_AUDIT_REDACT",
+    "HANDLER_KIT_AUDIT_TEXT",
+    "HANDLER_KIT_AUDIT_TOOL_INPUT",
+    "HANDLER_KIT_AUDIT_QUEUE_SIZE",
+    "HANDLER_KIT_AUDIT_QUEUE",
+    "HANDLER_KIT_AUDIT_ON_FULL",
+    "HANDLER_KIT_AUDIT_PROCESS",
+    "HANDLER_KIT_AUDIT_DURABLE",
+    "HANDLER_KIT_APP_VERSION",
+    "HANDLER_KIT_REPLICA",
+    "HANDLER_KIT_METRICS",
+    "PROMETHEUS_MULTIPROC_DIR",
+    "HANDLER_KIT_OTEL",
+    "HANDLER_KIT_IDEMPOTENCY_REDIS_URL",
+    "HANDLER_KIT_IDEMPOTENCY_TTL",
+)
+_PLAIN_COMMAND_VARIABLES = ("TMPDIR", "TRACEPARENT")
+
+
+class _NoOperations:
+    """What a command hook asks of an OperationsConfig with every default: nothing is on."""
+
+    auditing = False
+    tracing = False
+
+
+class DefaultCommandConfig:
+    """A :class:`CommandConfig` with the defaults and only ``tmpdir`` and ``traceparent``
+    from the environment, made without loading the settings (see :func:`command_config`)."""
+
+    debug = False
+    operations = _NoOperations()
+
+    def __init__(self, tmpdir: str | None, traceparent: str | None) -> None:
+        self.tmpdir = tmpdir
+        self.traceparent = traceparent
+
+
+def command_config() -> CommandConfig | DefaultCommandConfig:
+    """``CommandConfig.from_env()``, or the same values without the settings when none of
+    :data:`COMMAND_VARIABLES` is set (what a command hook's process usually finds)."""
+    env = os.environ
+    for name in COMMAND_VARIABLES:
+        if env.get(name, "").strip():
+            from handler_kit.config._settings import CommandConfig
+
+            return CommandConfig.from_env()
+    tmpdir, traceparent = (env.get(name, "").strip() or None for name in _PLAIN_COMMAND_VARIABLES)
+    return DefaultCommandConfig(tmpdir=tmpdir, traceparent=traceparent)
+
+
 _LAZY = frozenset(
     {
         "AuditSink",
@@ -160,6 +226,7 @@ _LAZY = frozenset(
         "Extension",
         "IdempotencyStore",
         "JWTConfig",
+        "LOG_FORMATS",
         "LOG_LEVELS",
         "OperationsConfig",
         "SETTINGS",
@@ -171,6 +238,7 @@ _LAZY = frozenset(
         "parse_flag",
         "parse_int",
         "parse_list",
+        "parse_log_format",
         "parse_log_level",
         "parse_on_full",
         "parse_port",
@@ -196,15 +264,18 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "BY_ENV",
     "CLIENT_TOKEN_VARIABLE",
+    "COMMAND_VARIABLES",
     "DEFAULT_AUDIT_QUEUE_SIZE",
     "DEFAULT_IDEMPOTENCY_TTL",
     "DEFAULT_MAX_BODY_BYTES",
+    "LOG_FORMATS",
     "LOG_LEVELS",
     "SETTINGS",
     "AuditSink",
     "ClientConfig",
     "CommandConfig",
     "ConfigError",
+    "DefaultCommandConfig",
     "DeprecatedSetting",
     "Environ",
     "Extension",
@@ -215,12 +286,14 @@ __all__ = [
     "ServerConfig",
     "Setting",
     "client_token",
+    "command_config",
     "environment",
     "export_env",
     "parse_duration",
     "parse_flag",
     "parse_int",
     "parse_list",
+    "parse_log_format",
     "parse_log_level",
     "parse_on_full",
     "parse_port",

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from handler_kit.core.outputs import Output
 
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+DEFAULT_MCP_PATH = "/mcp"
 DEFAULT_AUDIT_QUEUE_SIZE = 10_000
 DEFAULT_IDEMPOTENCY_TTL = 3600.0
 # Connection limits of ``handler-kit serve`` (docs/production.md says which attack each stops):
@@ -55,13 +56,34 @@ class DeprecatedSetting(FutureWarning):
 
 
 class AuditSink(Protocol):
-    """Where audit records go. ``open`` and ``write`` run on the writer thread (or, for a
-    command hook, the main thread), never on the event loop."""
+    """Where audit records go. ``open``, ``write`` and ``close`` run on one thread, the
+    trail's writer thread (or, for a command hook, the main thread), never on the event loop,
+    and never two at once.
+
+    The contract, which the durable mode (``audit_durable``) relies on:
+
+    - ``write(records)`` writes one batch, the records of every answer that arrived while the
+      previous batch was written, as **one unit**: one transaction, one commit (a file: one
+      ``write`` then ``fsync``). It returns only once the whole batch is durable, as durable
+      as the store makes a commit (it survives a ``kill -9`` of every process of the server,
+      and a machine crash where the store fsyncs its commits); it raises when the batch is not
+      committed, leaving none of it behind when the store can (roll the transaction back).
+    - ``write([])``, an empty batch, is a probe: it returns only when the sink could commit
+      now (an empty transaction), and raises otherwise. The trail calls it every so often
+      while the sink is down, to find it back up (the server is not ready meanwhile).
+    - ``write`` may be called before ``open`` (it opens), and again after it raised (it
+      reconnects when its connection was lost): a sink that is down is retried, never dropped.
+    - ``close`` releases the connection; nothing is written after it.
+
+    In the default mode the same sink is written the same way, off the answer path: answers
+    never wait for it. Records are ``(record, its JSON line)`` pairs: write the line, or the
+    record's columns (:mod:`handler_kit.ops.audit.sqlite` says which are indexed).
+    """
 
     def open(self) -> None: ...
 
     def write(self, records: Sequence[tuple[dict[str, Any], str]]) -> None:
-        """Write ``(record, its JSON line)`` pairs; raise on failure."""
+        """Commit ``(record, its JSON line)`` pairs as one unit; raise when not committed."""
 
     def close(self) -> None: ...
 
@@ -121,7 +143,9 @@ class OperationsConfig:
     """Audit trail, metrics, tracing and idempotency: all off by default.
 
     ``audit_sinks``, ``tracer_provider`` and ``idempotency_store`` are objects given in code;
-    the rest can also come from ``HANDLER_KIT_*`` variables.
+    the rest can also come from ``HANDLER_KIT_*`` variables. ``audit_durable`` sends each
+    answer only once its audit record is committed (see :class:`AuditSink` for what a sink
+    must then do, and ``docs/production.md`` for the cost).
     """
 
     audit: Sequence[str] = ()
@@ -132,6 +156,9 @@ class OperationsConfig:
     audit_queue_size: int = DEFAULT_AUDIT_QUEUE_SIZE
     audit_on_full: Literal["block", "drop"] = "drop"
     audit_process: bool = True
+    audit_durable: bool = False
+    app_version: str | None = None
+    replica: str | None = None
     metrics: bool = False
     metrics_dir: str | None = None
     otel: bool = False
@@ -191,6 +218,7 @@ class ServerConfig:
     mcp_stateful: bool = False
     mcp_sse: bool = False
     mcp_fast_path: bool = True
+    mcp_path: str = DEFAULT_MCP_PATH
     allowed_hosts: Sequence[str] = ()
     trusted_proxies: Sequence[str] = ()
     auth_failure_limit: int = DEFAULT_AUTH_FAILURE_LIMIT
@@ -232,6 +260,7 @@ class ServerConfig:
             object.__setattr__(self, "jwt", None)
         if self.max_body_bytes < 1:
             raise ConfigError(f"max_body_bytes must be positive, not {self.max_body_bytes}")
+        check_mcp_path(self.mcp_path)
 
     @classmethod
     def from_env(cls, environ: Environ | None = None, **overrides: Any) -> ServerConfig:
@@ -276,8 +305,8 @@ class ServerConfig:
             return None
         raise ConfigError(
             "no authentication configured: set HANDLER_KIT_TOKENS (comma-separated bearer "
-            "tokens) or HANDLER_KIT_JWT_* variables; for local development only, "
-            "HANDLER_KIT_INSECURE_NO_AUTH=1"
+            "tokens), HANDLER_KIT_TOKENS_FILE or HANDLER_KIT_JWT_* variables; for local "
+            "development only, HANDLER_KIT_INSECURE_NO_AUTH=1"
         )
 
     def own_secrets(self) -> tuple[str, ...]:
@@ -311,6 +340,7 @@ class ServeConfig:
     dev_tls_dir: str | None = None
     graceful_timeout: float = 10.0
     log_level: str = "info"
+    log_format: str | None = None
     access_log: bool = False
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     keep_alive_timeout: float = DEFAULT_KEEP_ALIVE_TIMEOUT
@@ -376,6 +406,24 @@ class ClientConfig:
             raw = env.get(token_variable)
             values["token"] = parse_str(token_variable, raw) if raw and raw.strip() else None
         return cls(**values)
+
+
+_MCP_PATH = re.compile(r"(/[A-Za-z0-9._~-]+)+")
+# Paths the server answers itself: the MCP endpoint cannot take one (/hooks... all go to the
+# webhook).
+_OWN_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json", "/metrics"})
+
+
+def check_mcp_path(path: str) -> None:
+    """Refuse an MCP path that is not a plain absolute path, or that another route owns."""
+    # a . or .. segment: a client or proxy that normalises the path sends another one
+    if not _MCP_PATH.fullmatch(path) or {".", ".."} & set(path.split("/")):
+        raise ConfigError(
+            f"HANDLER_KIT_MCP_PATH must be an absolute path like /mcp or /internal/hook-tools "
+            f"(letters, digits, . _ ~ -, no trailing /, no . or .. segment), got {path!r}"
+        )
+    if path.startswith("/hooks") or path in _OWN_PATHS or path.startswith("/_inspector"):
+        raise ConfigError(f"HANDLER_KIT_MCP_PATH {path!r} is a path the server already answers")
 
 
 # -- parsers: each takes (variable name, raw text) and refuses what it cannot read ------------
@@ -459,6 +507,13 @@ def parse_log_level(name: str, raw: str) -> str:
     return value
 
 
+def parse_log_format(name: str, raw: str) -> str:
+    value = raw.strip().lower()
+    if value not in LOG_FORMATS:
+        raise ConfigError(f"{name} must be one of {', '.join(LOG_FORMATS)}, got {raw!r}")
+    return value
+
+
 def parse_on_full(name: str, raw: str) -> str:
     value = raw.strip().lower()
     if value not in ("block", "drop"):
@@ -466,8 +521,26 @@ def parse_on_full(name: str, raw: str) -> str:
     return value
 
 
+def parse_secret_file_list(name: str, raw: str) -> tuple[str, ...]:
+    """The values held in the file named by ``raw``, separated by commas or new lines: a
+    mounted secret (compose ``secrets:``, a Kubernetes Secret volume). The trailing newline
+    that editors and ``echo`` add is no part of a value; the file's text is never shown."""
+    path = raw.strip()
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise ConfigError(f"{name}: cannot read {path}: {reason}") from None
+    values = tuple(part.strip() for part in re.split(r"[,\r\n]", text) if part.strip())
+    if not values:
+        raise ConfigError(f"{name}: {path} holds no value")
+    return values
+
+
 # uvicorn's levels: "trace", below debug, logs every connection and ASGI message
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
+# text: aligned lines for a person; json: one object per line for a log collector
+LOG_FORMATS = ("text", "json")
 
 # How each parser's values are shown and written back (``export_env``).
 _KINDS: dict[Callable[[str, str], object], str] = {
@@ -481,6 +554,8 @@ _KINDS: dict[Callable[[str, str], object], str] = {
     parse_str: "text",
     parse_log_level: "level",
     parse_on_full: "choice",
+    parse_log_format: "choice",
+    parse_secret_file_list: "file",
 }
 
 
@@ -502,6 +577,8 @@ class Setting:
     old_name: str | None = None
     # the old name meant the opposite (HANDLER_KIT_NO_MCP=1 is HANDLER_KIT_MCP=0)
     old_inverted: bool = False
+    # the variable whose value this one reads from a file (HANDLER_KIT_TOKENS_FILE)
+    file_for: str | None = None
 
     @property
     def kind(self) -> str:
@@ -519,8 +596,7 @@ class Setting:
 
     def describe(self) -> str:
         """One line for ``--help`` and the docs: the help, its default, its variable."""
-        default = f"default: {self.default}; " if self.default else ""
-        return f"{self.help} ({default}env {self.env})"
+        return f"{self.help} (default: {self.default or 'none'}; env {self.env})"
 
 
 S = Setting
@@ -528,6 +604,9 @@ SETTINGS: tuple[Setting, ...] = (
     # -- the server
     S("HANDLER_KIT_TOKENS", "server", "tokens", parse_list,
       "bearer tokens the server accepts, comma-separated (16+ characters each)", secret=True),
+    S("HANDLER_KIT_TOKENS_FILE", "server", "tokens", parse_secret_file_list,
+      "file holding the bearer tokens, separated by commas or lines (a mounted secret); "
+      "instead of HANDLER_KIT_TOKENS", file_for="HANDLER_KIT_TOKENS"),
     S("HANDLER_KIT_INSECURE_NO_AUTH", "server", "insecure_no_auth", parse_flag,
       "serve without authentication (local development only)", "0",
       option="--insecure-no-auth"),
@@ -545,6 +624,9 @@ SETTINGS: tuple[Setting, ...] = (
       "answer MCP requests as Server-Sent Events instead of one JSON body", "0"),
     S("HANDLER_KIT_MCP_FAST_PATH", "server", "mcp_fast_path", parse_flag,
       "answer plain MCP tool calls and lists without the SDK's per-request machinery", "1"),
+    S("HANDLER_KIT_MCP_PATH", "server", "mcp_path", parse_str,
+      "the path of the MCP endpoint (its hook tools): another path keeps them off an MCP "
+      "integration that uses /mcp", DEFAULT_MCP_PATH),
     S("HANDLER_KIT_ALLOWED_HOSTS", "server", "allowed_hosts", parse_list,
       "Host headers accepted on /mcp besides loopback, comma-separated (* for any)",
       option="--allowed-host"),
@@ -578,7 +660,12 @@ SETTINGS: tuple[Setting, ...] = (
     S("HANDLER_KIT_JWT_ISSUER", "jwt", "issuer", parse_str, "required iss claim"),
     # -- operations
     S("HANDLER_KIT_AUDIT", "operations", "audit", parse_list,
-      "audit sinks, comma-separated: stdout, stderr, jsonl:PATH, sqlite:PATH"),
+      "audit sinks, comma-separated: stdout, stderr, jsonl:PATH, sqlite:PATH, "
+      "postgresql://... (a database URL's password is never shown)", secret=True),
+    S("HANDLER_KIT_AUDIT_FILE", "operations", "audit", parse_secret_file_list,
+      "file holding the audit sinks, separated by commas or lines (a mounted secret, for a "
+      "database URL with its password); instead of HANDLER_KIT_AUDIT",
+      file_for="HANDLER_KIT_AUDIT"),
     S("HANDLER_KIT_AUDIT_REDACT", "operations", "audit_redact", parse_list,
       "more dotted input paths to redact in records, comma-separated"),
     S("HANDLER_KIT_AUDIT_TEXT", "operations", "audit_text", parse_flag,
@@ -593,6 +680,14 @@ SETTINGS: tuple[Setting, ...] = (
       "handler's deadline)", "drop"),
     S("HANDLER_KIT_AUDIT_PROCESS", "operations", "audit_process", parse_flag,
       "build and write audit records in a writer process rather than a server thread", "1"),
+    S("HANDLER_KIT_AUDIT_DURABLE", "operations", "audit_durable", parse_flag,
+      "send an answer only once its audit record is committed (fsync), one commit per group "
+      "of answers; past the deadline the failure policy answers (deny, or a 503)", "0"),
+    S("HANDLER_KIT_APP_VERSION", "operations", "app_version", parse_str,
+      "the app's version (a release, an image tag), written in every audit record"),
+    S("HANDLER_KIT_REPLICA", "operations", "replica", parse_str,
+      "the name of this server among its replicas, written in every audit record",
+      "hostname:pid of the server"),
     S("HANDLER_KIT_METRICS", "operations", "metrics", parse_flag, "serve /metrics", "0"),
     S("PROMETHEUS_MULTIPROC_DIR", "operations", "metrics_dir", parse_str,
       "folder where worker processes share metric values (serve --workers sets one up)"),
@@ -621,6 +716,10 @@ SETTINGS: tuple[Setting, ...] = (
     S("HANDLER_KIT_LOG_LEVEL", "serve", "log_level", parse_log_level,
       "log level: critical, error, warning, info, debug, trace", "info",
       option="--log-level"),
+    S("HANDLER_KIT_LOG_FORMAT", "serve", "log_format", parse_log_format,
+      "log one line per decision (logger handler_kit.decisions, at INFO), and every log line, "
+      "as text (aligned, for a terminal) or json (one object per line); unset: no decision "
+      "lines, text logs", option="--log-format"),
     S("HANDLER_KIT_ACCESS_LOG", "serve", "access_log", parse_flag,
       "log one line per request (the audit trail already records every decision)", "0",
       option="--access-log"),
@@ -699,8 +798,19 @@ def _read(env: Environ, section: str) -> dict[str, Any]:
         if setting.section != section:
             continue
         raw = _raw(env, setting)
-        if raw is not None:
-            values[setting.field] = setting.parse(setting.env, raw)
+        if raw is None:
+            continue
+        value = setting.parse(setting.env, raw)
+        if setting.file_for is not None and setting.field in values:
+            # ``serve`` hands the values it read to its workers under the plain variable, so
+            # both arrive there, equal; different values are two sources of truth
+            if values[setting.field] != value:
+                raise ConfigError(
+                    f"{setting.file_for} and {setting.env} are both set, to different "
+                    "values: set one of them"
+                )
+            continue
+        values[setting.field] = value
     return values
 
 
@@ -746,7 +856,8 @@ def export_env(config: ServeConfig) -> dict[str, str]:
     out: dict[str, str] = {}
     for setting in SETTINGS:
         pick = _SECTIONS.get(setting.section)
-        if pick is None:
+        if pick is None or setting.file_for is not None:
+            # a value read from a file travels under its plain variable
             continue
         holder = pick(config)
         if holder is None:

@@ -7,10 +7,14 @@ from :mod:`handler_kit.core.events`.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from handler_kit.core.names import EVENT_NAMES
+
+_EVENT_NAME = "Name of the event that fired the hook."
+_EVENT_NAME_SET = frozenset(EVENT_NAMES)
 _CONFIG = ConfigDict(extra="allow", defer_build=True, frozen=False, populate_by_name=True)
 
 
@@ -23,26 +27,137 @@ class HookEvent(BaseModel):
     model_config = _CONFIG
     # The field a matcher is tested against for this event (None: the event has no matcher).
     matcher_field: ClassVar[str | None] = None
+    # The event a model built in code is of when it is not named: the model's own (set for
+    # each known event's model and inherited by its subclasses; None on this generic one).
+    default_event_name: ClassVar[str | None] = None
 
-    hook_event_name: str = Field(description="Name of the event that fired the hook.")
-    session_id: str | None = Field(None, description="Session (Runbear: thread) identifier.")
-    transcript_path: str | None = Field(None, description="Path of the session transcript.")
-    cwd: str | None = Field(None, description="Current working directory of the agent.")
-    permission_mode: str | None = Field(None, description="Permission mode of the session.")
-    prompt_id: str | None = Field(None, description="Identifier of the current user prompt.")
-    effort: dict[str, Any] | None = Field(None, description="Reasoning effort, e.g. {level}.")
-    agent_id: str | None = Field(None, description="Agent (or subagent) identifier.")
-    agent_type: str | None = Field(None, description="Agent type, for --agent or subagents.")
-    agent_name: str | None = Field(None, description="Runbear: display name of the agent.")
-    org_id: str | None = Field(None, description="Runbear: organization identifier.")
-    thread_id: str | None = Field(None, description="Runbear: conversation thread identifier.")
-    turn_id: str | None = Field(None, description="Runbear: identifier of the current turn.")
-    channel: str | None = Field(None, description="Runbear: channel kind, e.g. slack.")
-    channel_id: str | None = Field(None, description="Runbear: channel identifier.")
-    channel_user_id: str | None = Field(None, description="Runbear: user id in the channel.")
-    user_name: str | None = Field(None, description="Runbear: display name of the user.")
-    user_email: str | None = Field(None, description="Runbear: e-mail address of the user.")
-    prompt: str | None = Field(None, description="The user message of the current turn.")
+    if TYPE_CHECKING:
+        # For type checkers, a default: ``PreToolUse(tool_name="Bash")`` names its event itself.
+        hook_event_name: str = Field(default="", description=_EVENT_NAME)
+    else:
+        # Required when an input is read: a runtime must name the event it sends.
+        hook_event_name: str = Field(description=_EVENT_NAME)
+    session_id: str | None = Field(
+        default=None,
+        description=(
+            "Session identifier: a UUID on Claude Code; on Runbear, the conversation thread's."
+        ),
+    )
+    transcript_path: str | None = Field(
+        default=None,
+        description=(
+            "Claude Code: path of the session's transcript (JSONL), written asynchronously, so it "
+            "may lag."
+        ),
+    )
+    cwd: str | None = Field(
+        default=None,
+        description=(
+            "Claude Code: the agent's current working directory (it follows cd and worktrees)."
+        ),
+    )
+    permission_mode: str | None = Field(
+        default=None,
+        description=(
+            "Claude Code: permission mode of the session: default, plan, acceptEdits, auto, "
+            "dontAsk or bypassPermissions. Not sent on every event."
+        ),
+    )
+    prompt_id: str | None = Field(
+        default=None,
+        description=(
+            "Claude Code: identifier (a UUID) of the current user prompt, from the first prompt on."
+        ),
+    )
+    effort: dict[str, Any] | None = Field(
+        default=None,
+        description=(
+            'Claude Code: the model\'s reasoning effort, {"level": "low" | "medium" | "high" | '
+            '"xhigh" | "max"}, on tool events when the model supports it.'
+        ),
+    )
+    agent_id: str | None = Field(
+        default=None,
+        description=(
+            "Agent identifier: on Runbear the agent's (a UUID); on Claude Code the subagent's the "
+            "event comes from."
+        ),
+    )
+    agent_type: str | None = Field(
+        default=None,
+        description=(
+            "Claude Code: agent type, in --agent sessions and inside a subagent (may be empty); "
+            "what SubagentStart and SubagentStop matchers are tested against."
+        ),
+    )
+    agent_name: str | None = Field(
+        default=None, description="Runbear: display name of the agent, e.g. Support."
+    )
+    org_id: str | None = Field(
+        default=None, description="Runbear: identifier of the organization the agent belongs to."
+    )
+    thread_id: str | None = Field(
+        default=None, description="Runbear: identifier of the conversation thread."
+    )
+    turn_id: str | None = Field(
+        default=None,
+        description=(
+            "Identifier of the current turn: on Runbear the message's timestamp, e.g. "
+            "1720000000.000100; on Claude Code sent with MessageDisplay."
+        ),
+    )
+    channel: str | None = Field(
+        default=None, description="Runbear: kind of channel the conversation is in, e.g. slack."
+    )
+    channel_id: str | None = Field(
+        default=None, description="Runbear: identifier of the channel, e.g. C0123456789."
+    )
+    channel_user_id: str | None = Field(
+        default=None,
+        description=(
+            "Runbear: the user's identifier in the channel, e.g. a Slack user id such as "
+            "U0123456789."
+        ),
+    )
+    user_name: str | None = Field(
+        default=None, description="Runbear: display name of the user, e.g. Dana."
+    )
+    user_email: str | None = Field(
+        default=None,
+        description=(
+            "Runbear: e-mail address of the user; missing where the channel cannot supply it (a "
+            "template key that refers to it is then dropped)."
+        ),
+    )
+    prompt: str | None = Field(
+        default=None,
+        description=(
+            "The user's message: the one arriving on UserPromptSubmit (on Runbear, the current "
+            "turn's on every event); the expanded prompt on UserPromptExpansion."
+        ),
+    )
+
+    if not TYPE_CHECKING:
+        # Hidden from type checkers: they keep reading pydantic's signature (a keyword per
+        # field), not this one's **data.
+
+        def __init__(self, /, **data: Any) -> None:
+            """Build an event in code; a known event's model fills in ``hook_event_name``."""
+            if "hook_event_name" not in data and self.default_event_name is not None:
+                data["hook_event_name"] = self.default_event_name
+            super().__init__(**data)
+
+        # Marked as pydantic's own __init__, so that validating an input (the webhook, the
+        # command hook, model_validate) does not go through it: a hook input must name its
+        # event, and the hot path stays in pydantic-core.
+        __init__.__pydantic_base_init__ = True
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        # Each known event's model is named after its event (checked by the tests).
+        if cls.__name__ in _EVENT_NAME_SET and cls.__module__.startswith("handler_kit.core."):
+            cls.default_event_name = cls.__name__
 
     def matcher_value(self) -> str | None:
         """The value this event's matchers are tested against, if the event has matchers."""
@@ -56,9 +171,26 @@ class HookEvent(BaseModel):
 class _ToolEvent(HookEvent):
     matcher_field: ClassVar[str | None] = "tool_name"
 
-    tool_name: str | None = Field(None, description="Name of the tool as the model sees it.")
-    tool_input: dict[str, Any] | None = Field(None, description="Arguments of the tool call.")
-    tool_use_id: str | None = Field(None, description="Identifier of the tool call.")
+    tool_name: str | None = Field(
+        default=None,
+        description=(
+            "Name of the tool as registered for the model, e.g. Bash, issue_refund or "
+            "mcp__server__tool; what the tool events' matchers are tested against."
+        ),
+    )
+    tool_input: dict[str, Any] | None = Field(
+        default=None,
+        description=(
+            "Arguments of the tool call: an object whose shape depends on the tool (on "
+            "PostToolUse, the arguments the tool ran with)."
+        ),
+    )
+    tool_use_id: str | None = Field(
+        default=None,
+        description=(
+            "Identifier of the tool call, e.g. toolu_01... (not sent on PermissionRequest)."
+        ),
+    )
 
 
 class SessionStart(HookEvent):
@@ -66,10 +198,20 @@ class SessionStart(HookEvent):
 
     matcher_field: ClassVar[str | None] = "source"
     source: str | None = Field(
-        None, description="startup, resume, clear, compact or fork; missing means startup."
+        default=None,
+        description=(
+            "How the session started: startup, resume, clear, compact or fork; what SessionStart "
+            "matchers are tested against. Missing (as on Runbear, where a thread's first message "
+            "starts it) means startup."
+        ),
     )
-    model: str | None = Field(None, description="Model of the session, when known.")
-    session_title: str | None = Field(None, description="Title of the session, when set.")
+    model: str | None = Field(
+        default=None,
+        description="Claude Code: the session's model, when known (absent after /clear, for one).",
+    )
+    session_title: str | None = Field(
+        default=None, description="Claude Code: title of the session, when one is set."
+    )
 
     def matcher_value(self) -> str | None:
         # Runbear sends no source: its SessionStart is always a startup (a thread's first
@@ -80,7 +222,9 @@ class SessionStart(HookEvent):
 class UserPromptSubmit(HookEvent):
     """A user message arrives, before the model sees it. Context or block."""
 
-    session_title: str | None = Field(None, description="Title of the session, when set.")
+    session_title: str | None = Field(
+        default=None, description="Claude Code: title of the session, when one is set."
+    )
 
 
 class PreToolUse(_ToolEvent):
@@ -90,16 +234,41 @@ class PreToolUse(_ToolEvent):
 class PostToolUse(_ToolEvent):
     """After a successful tool call: context next to the result, or block feedback."""
 
-    tool_response: Any = Field(None, description="Result of the tool: any JSON value.")
-    duration_ms: int | None = Field(None, description="How long the tool ran.")
+    tool_response: Any = Field(
+        default=None,
+        description=(
+            "Result of the tool, any JSON value: an object for Claude Code's built-in tools, an "
+            "array of content blocks for MCP tools."
+        ),
+    )
+    duration_ms: int | None = Field(
+        default=None, description="Claude Code: how long the tool ran, in milliseconds."
+    )
 
 
 class Stop(HookEvent):
     """The reply is ready. A block sends the agent back to work, once."""
 
     stop_hook_active: bool | None = Field(
-        None, description="True on a continuation caused by an earlier Stop block."
+        default=None,
+        description=(
+            "True when the agent is already working again because of an earlier Stop block: a "
+            "further block is ignored then, so check it before blocking."
+        ),
     )
-    last_assistant_message: str | None = Field(None, description="The reply text.")
-    background_tasks: list[Any] | None = Field(None, description="Running background tasks.")
-    session_crons: list[Any] | None = Field(None, description="Scheduled prompts.")
+    last_assistant_message: str | None = Field(
+        default=None, description="Text of the agent's reply, ready to go out."
+    )
+    background_tasks: list[Any] | None = Field(
+        default=None,
+        description=(
+            "Claude Code: background tasks still running, each {id, type, status, description, "
+            "...}."
+        ),
+    )
+    session_crons: list[Any] | None = Field(
+        default=None,
+        description=(
+            "Claude Code: the session's scheduled prompts, each {id, schedule, recurring, prompt}."
+        ),
+    )

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic_core import PydanticSerializationError, to_json
 
 from handler_kit.core._coroutines import Resume
+from handler_kit.core._decorators import EventDecorators
 from handler_kit.core.events import EVENT_MODELS, MATCHERLESS_EVENTS, HookEvent, model_for
 from handler_kit.core.matchers import is_match_all
 from handler_kit.core.merge import Failure, merge
@@ -35,7 +36,9 @@ from handler_kit.core.vocabulary import (
     LOOP_GUARDED_EVENTS,
     TIMEOUT_MESSAGE,
     UNREADABLE_MESSAGE,
+    UNRECORDED_MESSAGE,
     Answer,
+    AnswerCommitter,
     AnswerObserver,
     Handler,
     HandlerWrapper,
@@ -45,6 +48,8 @@ from handler_kit.core.vocabulary import (
 )
 
 if TYPE_CHECKING:
+    from contextlib import AbstractAsyncContextManager
+
     from handler_kit.config import ServerConfig
     from handler_kit.server.app import HandlerKitASGI
 
@@ -55,12 +60,16 @@ F = TypeVar("F", bound=Callable[..., Any])
 __all__ = ["Answer", "Handler", "HandlerThreads", "HookApp", "Invocation", "Status"]
 
 
-class HookApp:
+class HookApp(EventDecorators):
     """A named set of hook handlers.
 
     >>> hooks = HookApp("refund-gate")
     >>> @hooks.pre_tool_use(matcher="issue_refund", fail_closed=True)
-    ... async def refund_gate(event): ...
+    ... async def refund_gate(event: PreToolUse) -> Output | None: ...
+
+    One decorator per event (:class:`~handler_kit.core._decorators.EventDecorators`), bare or
+    with options, typed so that a checker flags a handler of another event, a return value no
+    event takes and a misspelt option; :meth:`on` registers by event name.
 
     Sync (``def``) handlers run on the app's own pool of ``threads`` threads, at most
     ``calls_per_handler`` at once for any one handler; a call over that limit waits for a
@@ -84,6 +93,8 @@ class HookApp:
         self.by_event: dict[str, list[Handler]] = {}
         # Called after every answer with (answer, transport, context): audit, metrics, spans.
         self.observers: tuple[AnswerObserver, ...] = ()
+        # Awaited after the observers, before the answer is sent: the durable audit trail.
+        self.committers: tuple[AnswerCommitter, ...] = ()
         # Wrap every handler run, outermost first: idempotency.
         self.wrappers: tuple[HandlerWrapper, ...] = ()
         self._asgi: HandlerKitASGI | None = None
@@ -93,13 +104,15 @@ class HookApp:
         *,
         observers: Iterable[AnswerObserver] = (),
         wrappers: Iterable[HandlerWrapper] = (),
+        committers: Iterable[AnswerCommitter] = (),
     ) -> HookApp:
-        """This app with more observers and wrappers (outermost first), as a new HookApp
-        sharing its handlers; this one is left as it was. How the server and the command
-        hook put operations around the answer path without changing the user's app."""
+        """This app with more observers, wrappers (outermost first) and committers, as a new
+        HookApp sharing its handlers; this one is left as it was. How the server and the
+        command hook put operations around the answer path without changing the user's app."""
         app = HookApp.__new__(HookApp)
         app.__dict__.update(self.__dict__)
         app.observers = (*self.observers, *observers)
+        app.committers = (*self.committers, *committers)
         app.wrappers = (*wrappers, *self.wrappers)
         app._asgi = None
         return app
@@ -136,6 +149,19 @@ class HookApp:
         if self._asgi is None:
             self._asgi = self.asgi()
         await self._asgi(scope, receive, send)
+
+    def lifespan(self, app: Any = None) -> AbstractAsyncContextManager[None]:
+        """The lifespan of this app's server, for a host app this one is mounted in.
+
+        Starlette and FastAPI run only the top app's lifespan, and the MCP endpoint (and
+        the audit trail, metrics...) need theirs: pass this as the host's, as in
+        ``Starlette(routes=[Mount("/agent", app=hooks)], lifespan=hooks.lifespan)`` or
+        ``FastAPI(lifespan=hooks.lifespan)``. The server is the one this app serves as an
+        ASGI app, configured from the environment.
+        """
+        if self._asgi is None:
+            self._asgi = self.asgi()
+        return self._asgi.lifespan(app)
 
     # -- registration ---------------------------------------------------------------------
 
@@ -213,47 +239,6 @@ class HookApp:
 
         return decorate
 
-    def _for(event: str) -> Callable[..., Callable[[F], F]]:  # type: ignore[misc]
-        def decorator(self: HookApp, **options: Any) -> Callable[[F], F]:
-            return self.on(event, **options)
-
-        decorator.__name__ = event
-        decorator.__doc__ = f"Register a {event} handler; options as in :meth:`on`."
-        return decorator
-
-    session_start = _for("SessionStart")
-    user_prompt_submit = _for("UserPromptSubmit")
-    pre_tool_use = _for("PreToolUse")
-    post_tool_use = _for("PostToolUse")
-    stop = _for("Stop")
-    post_tool_use_failure = _for("PostToolUseFailure")
-    post_tool_batch = _for("PostToolBatch")
-    permission_request = _for("PermissionRequest")
-    permission_denied = _for("PermissionDenied")
-    subagent_start = _for("SubagentStart")
-    subagent_stop = _for("SubagentStop")
-    stop_failure = _for("StopFailure")
-    session_end = _for("SessionEnd")
-    setup = _for("Setup")
-    instructions_loaded = _for("InstructionsLoaded")
-    user_prompt_expansion = _for("UserPromptExpansion")
-    message_display = _for("MessageDisplay")
-    notification = _for("Notification")
-    task_created = _for("TaskCreated")
-    task_completed = _for("TaskCompleted")
-    teammate_idle = _for("TeammateIdle")
-    config_change = _for("ConfigChange")
-    cwd_changed = _for("CwdChanged")
-    directory_added = _for("DirectoryAdded")
-    file_changed = _for("FileChanged")
-    worktree_create = _for("WorktreeCreate")
-    worktree_remove = _for("WorktreeRemove")
-    pre_compact = _for("PreCompact")
-    post_compact = _for("PostCompact")
-    elicitation = _for("Elicitation")
-    elicitation_result = _for("ElicitationResult")
-    del _for
-
     # -- answering --------------------------------------------------------------------------
 
     def matching(self, event: HookEvent) -> list[Handler]:
@@ -291,8 +276,13 @@ class HookApp:
         else:
             invocations = []
         answer = Answer(event, self._combine(event, invocations), invocations)
-        if self.observers:
-            self._observe(answer, transport, context)
+        if self.observers or self.committers:
+            if context is None:
+                context = {}  # one dict: a committer finds there what an observer left
+            if self.observers:
+                self._observe(answer, transport, context)
+            for commit in self.committers:
+                answer = await commit(answer, transport, context)
         return answer
 
     def answer_unreadable(
@@ -339,6 +329,23 @@ class HookApp:
             event, handlers, Status.TIMEOUT, TIMEOUT_MESSAGE, transport, context
         )
 
+    def answer_unrecorded(
+        self,
+        event: HookEvent,
+        handlers: Sequence[Handler],
+        *,
+        transport: str = "direct",
+        context: dict[str, Any] | None = None,
+    ) -> Answer:
+        """The answer given instead of one whose audit record could not be committed by its
+        deadline (the durable audit trail): each handler failed, answered by its failure
+        policy (the safe decision of a fail-closed one; otherwise the answer has failed, and
+        :attr:`Answer.unrecorded` says why). Observed like any answer, so the trail records
+        what was sent once it can."""
+        return self._answer_failed(
+            event, handlers, Status.ERROR, UNRECORDED_MESSAGE, transport, context
+        )
+
     def _answer_failed(
         self,
         event: HookEvent,
@@ -357,7 +364,7 @@ class HookApp:
     def _observe(self, answer: Answer, transport: str, context: dict[str, Any] | None) -> None:
         for observer in self.observers:
             try:
-                observer(answer, transport, context or {})
+                observer(answer, transport, context if context is not None else {})
             except Exception:  # an observer must never change the answer
                 logger.exception("observer %r failed", observer)
 
@@ -373,7 +380,17 @@ class HookApp:
         event_name = event.hook_event_name
         try:
             if handler.is_async and not self.wrappers:
-                output = await self._run_async_fast(handler, event, started)
+                # _run_async_fast's first step, inline: a gate that decides without awaiting
+                # (most do) costs no coroutine of ours and no timer
+                coro: Coroutine[Any, Any, Any] = handler.func(event)  # type: ignore[assignment]
+                try:
+                    yielded = coro.send(None)
+                except StopIteration as stop:
+                    if time.perf_counter() > started + handler.deadline:
+                        raise _blocked(handler, started) from None
+                    output = normalize(event_name, stop.value)
+                else:
+                    output = await self._resume(handler, event, coro, yielded, started)
             else:
                 import asyncio
 
@@ -394,7 +411,17 @@ class HookApp:
             return self._failed(handler, Status.ERROR, f"{type(exc).__name__}: {exc}", started)
         if output.updated_input is not None or output.specific or output.extra:
             try:  # what the handler put in is sent as JSON: a value JSON cannot carry is its bug
-                to_json((output.updated_input, output.specific, output.extra))
+                _check_json(
+                    (
+                        output.updated_input,
+                        output.specific,
+                        output.extra,
+                        output.reason,
+                        output.context,
+                        output.stop_reason,
+                        output.system_message,
+                    )
+                )
             except (TypeError, ValueError, PydanticSerializationError) as exc:
                 message = f"{handler.name} returned a value JSON cannot carry: {exc}"
                 logger.error(message)
@@ -440,14 +467,25 @@ class HookApp:
         can interrupt it: a step that runs through the deadline (``time.sleep``, a synchronous
         driver) makes the answer late, and the handler is named for it.
         """
-        deadline_at = started + handler.deadline
         coro: Coroutine[Any, Any, Any] = handler.func(event)  # type: ignore[assignment]
         try:
             yielded = coro.send(None)
         except StopIteration as stop:
-            if time.perf_counter() > deadline_at:
+            if time.perf_counter() > started + handler.deadline:
                 raise _blocked(handler, started) from None
             return normalize(event.hook_event_name, stop.value)
+        return await HookApp._resume(handler, event, coro, yielded, started)
+
+    @staticmethod
+    async def _resume(
+        handler: Handler,
+        event: HookEvent,
+        coro: Coroutine[Any, Any, Any],
+        yielded: Any,
+        started: float,
+    ) -> Output:
+        """The rest of an async handler whose first step suspended: under its deadline."""
+        deadline_at = started + handler.deadline
         if time.perf_counter() > deadline_at:
             coro.close()
             raise _blocked(handler, started)
@@ -654,6 +692,29 @@ def _bind(
         return wrapper(handler, event, call)
 
     return bound
+
+
+def _check_json(value: Any) -> None:
+    """Raise ``ValueError`` or ``TypeError`` when ``value`` cannot be sent as strict JSON, as
+    :func:`~handler_kit.core.vocabulary.dump_json` writes it: by pydantic-core, or by the
+    standard library when a string holds a lone surrogate (so a value only pydantic-core can
+    write, such as bytes, fails beside one). NaN and the infinities fail too: both encoders
+    write them (``NaN``, ``Infinity``), but a runtime's JSON parser refuses the whole answer,
+    and a fail-closed gate's deny would be lost with it."""
+    try:
+        data = to_json(value)
+    except PydanticSerializationError:
+        import json
+
+        json.dumps(value, allow_nan=False)
+        return
+    if b"NaN" in data or b"Infinity" in data:  # most often inside a string: read it to be sure
+        from pydantic_core import from_json
+
+        try:
+            from_json(data, allow_inf_nan=False)
+        except ValueError:
+            raise ValueError("NaN and the infinities are not JSON") from None
 
 
 def _check_signature(func: Callable[..., Any], name: str) -> None:

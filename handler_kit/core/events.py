@@ -4,7 +4,9 @@ Runtimes add fields to hook inputs release after release (``cwd``, ``permission_
 ``prompt_id``, ``effort``, an ``mcp_server`` object...), so every model keeps unknown fields
 (``extra="allow"``, reachable as attributes and in ``model_extra``) and every field but
 ``hook_event_name`` may be missing or null. Types are still checked where a field has one: a
-``tool_name`` that is a number is a bad request, not something to guess about.
+``tool_name`` that is a number is a bad request, not something to guess about. Every field has a
+description (the MCP tools' input schemas carry them), and a model built in code names its own
+event (``PreToolUse(tool_name="Bash")``), while an input read from a runtime must name it.
 
 Schemas are built on first use (``defer_build``), and the classes of the Claude-Code-only events
 are only defined on first use (they live in :mod:`handler_kit.core._claude_events`): a command hook

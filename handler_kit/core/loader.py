@@ -20,7 +20,16 @@ if TYPE_CHECKING:
 
 
 class LoadError(Exception):
-    """``MODULE:ATTR`` could not be turned into a HookApp; the message says why, on one line."""
+    """``MODULE:ATTR`` could not be turned into a HookApp; the message says why, on one line.
+
+    ``detail`` is what a terminal can show below it (the offending source line and a caret
+    under the error), empty when there is nothing more to show. A command hook, whose stderr
+    a runtime reads line by line, prints the message alone.
+    """
+
+    def __init__(self, message: str, detail: str = "") -> None:
+        super().__init__(message)
+        self.detail = detail
 
 
 def load_app(spec: str) -> HookApp:
@@ -50,9 +59,17 @@ def load_app(spec: str) -> HookApp:
                 f"cannot import {module_name!r}: no module named {exc.name!r} "
                 f"(looked in {cwd} and the installed packages)"
             ) from None
-        raise LoadError(f"importing {module_name!r} failed: {_one_line(exc)}") from None
+        raise LoadError(
+            f"importing {module_name!r} failed: {_one_line(exc)}{_where(exc)}"
+        ) from None
+    except SyntaxError as exc:  # the user's code does not parse: where, and the line itself
+        raise LoadError(
+            f"importing {module_name!r} failed: {_syntax_error(exc)}", _caret(exc)
+        ) from None
     except Exception as exc:
-        raise LoadError(f"importing {module_name!r} failed: {_one_line(exc)}") from None
+        raise LoadError(
+            f"importing {module_name!r} failed: {_one_line(exc)}{_where(exc)}"
+        ) from None
     except SystemExit as exc:  # a module that calls sys.exit() at import time
         raise LoadError(f"importing {module_name!r} called sys.exit({exc.code!r})") from None
     target: object = module
@@ -75,3 +92,35 @@ def _one_line(exc: BaseException) -> str:
     """``Type: message`` on one line: a hook's stderr is read line by line by its runtime."""
     text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _syntax_error(exc: SyntaxError) -> str:
+    """``FILE, line N: SyntaxError: message: the line`` (the absolute file, as an editor takes
+    it; the line's text so the one-line form is enough on its own)."""
+    where = os.path.abspath(exc.filename) if exc.filename else "<unknown file>"
+    text = (exc.text or "").strip()
+    line = f"{where}, line {exc.lineno}: {type(exc).__name__}: {exc.msg}"
+    return f"{line}: {text}" if text else line
+
+
+def _caret(exc: SyntaxError) -> str:
+    """The offending line and a caret under the error's column, as Python prints them."""
+    text = (exc.text or "").rstrip("\n")
+    if not text.strip():
+        return ""
+    stripped = text.lstrip()
+    column = max((exc.offset or 1) - 1 - (len(text) - len(stripped)), 0)
+    return f"    {stripped}\n    {' ' * column}^"
+
+
+def _where(exc: BaseException) -> str:
+    """`` (at FILE, line N: code)`` for the innermost frame of the user's import, if any."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    # the innermost frame outside importlib's machinery is where the user's code failed
+    for frame in reversed(frames):
+        if "importlib" not in frame.filename and not frame.filename.startswith("<frozen"):
+            code = f": {frame.line.strip()}" if frame.line else ""
+            return f" (at {frame.filename}, line {frame.lineno}{code})"
+    return ""

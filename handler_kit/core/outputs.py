@@ -397,7 +397,14 @@ def parse_output(event: str, data: Any) -> Output:
             out.reason = _typed(key, value, str)
         elif event == "PreToolUse" and key == "updatedInput":
             out.updated_input = _typed(key, value, dict)
-        elif event == "PermissionRequest" and key == "decision" and isinstance(value, dict):
+        elif event == "PermissionRequest" and key == "decision" and value is not None:
+            if not isinstance(value, dict):
+                # passed through, the runtime would find no behavior in it and ask the user:
+                # the handler's verdict lost without a word
+                raise OutputError(
+                    'hookSpecificOutput.decision must be an object: {"behavior": "allow"} or '
+                    '{"behavior": "deny", "message": ...}'
+                )
             behavior = value.get("behavior")
             if behavior not in ("allow", "deny"):
                 raise OutputError(f"decision.behavior {behavior!r} is not allow or deny")

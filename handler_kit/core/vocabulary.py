@@ -12,7 +12,7 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias, TypeVar
 
 from pydantic_core import PydanticSerializationError, from_json, to_json
 
@@ -25,6 +25,9 @@ DEFAULT_TIMEOUTS = {"SessionStart": 5.0}
 DEFAULT_TIMEOUT = 3.0
 TIMEOUT_MESSAGE = "handler did not answer in time"
 UNREADABLE_MESSAGE = "the hook input could not be read"
+# The error of every handler of an answer that was not sent because its audit record could not
+# be committed by the deadline (the durable audit trail): its failure policy answered instead.
+UNRECORDED_MESSAGE = "the answer's audit record could not be committed in time"
 LOOP_GUARDED_EVENTS = frozenset({"Stop", "SubagentStop"})
 # How deeply a value of a hook input (``tool_input``, ``tool_response``...) may nest objects
 # and arrays, the value itself being level 1 and the input around it not counted. Real values
@@ -41,8 +44,11 @@ DEFAULT_CALLS_PER_HANDLER = 16
 __all__ = [
     "MAX_INPUT_DEPTH",
     "Answer",
+    "AnswerCommitter",
     "AnswerObserver",
+    "EventHandler",
     "Handler",
+    "HandlerResult",
     "HandlerWrapper",
     "InputTooDeep",
     "Invocation",
@@ -55,6 +61,14 @@ __all__ = [
 ]
 
 HandlerFunc = Callable[[Any], Any] | Callable[[Any], Awaitable[Any]]
+
+# What a handler may return: None (no opinion), a str (context), a dict (Claude Code JSON) or an
+# Output (allow, deny, block... of handler_kit.core.outputs). The decorators hold handlers to it
+# for type checkers; at run time outputs.normalize checks the value against the event.
+HandlerResult: TypeAlias = Output | str | dict[str, Any] | None
+_Event = TypeVar("_Event", bound=HookEvent)
+# A handler of the event ``_Event``, sync or async: ``EventHandler[PreToolUse]``.
+EventHandler: TypeAlias = Callable[[_Event], HandlerResult | Awaitable[HandlerResult]]
 
 
 def server_deadline(timeout: float) -> float:
@@ -123,6 +137,12 @@ class Answer:
         return self.failed and any(i.status is Status.TIMEOUT for i in self.invocations)
 
     @property
+    def unrecorded(self) -> bool:
+        """True when this answer stands in for one whose audit record could not be committed
+        (the durable audit trail), and no fail-closed policy answered: the webhook says 503."""
+        return self.failed and any(i.error == UNRECORDED_MESSAGE for i in self.invocations)
+
+    @property
     def body(self) -> bytes:
         """The output as the bytes every transport sends (compact, UTF-8)."""
         return dump_json(self.output)
@@ -130,6 +150,10 @@ class Answer:
 
 # Called after every answer with (answer, transport, context): audit, metrics, spans.
 AnswerObserver = Callable[[Answer, str, dict[str, Any]], None]
+# Awaited after the observers, before the answer is sent, with the same arguments (the very
+# context dict the observers were given): returns the answer to send, this one or another. How
+# the durable audit trail holds an answer until its record is committed.
+AnswerCommitter = Callable[[Answer, str, dict[str, Any]], Awaitable[Answer]]
 # (handler, event, run the handler) -> output: wraps every handler run (idempotency).
 HandlerWrapper = Callable[[Handler, HookEvent, Callable[[], Awaitable[Output]]], Awaitable[Output]]
 
@@ -199,6 +223,8 @@ def fail_closed_notice(invocation: Invocation) -> str:
         what = "did not answer in time"
     elif error.startswith(UNREADABLE_MESSAGE):
         what = "could not read the hook input"
+    elif error == UNRECORDED_MESSAGE:
+        what = "could not have its decision recorded"
     else:
         what = "failed"
     return (

@@ -160,6 +160,8 @@ def read_body(event_name: str, body: bytes) -> Output | None:
         return None
     try:
         data = json.loads(body)
+    except RecursionError:  # nested past the parser's limit: not an answer, not a crash
+        raise OutputError("the response body is JSON nested too deeply to read") from None
     except ValueError as exc:
         raise OutputError(f"the response body is not JSON ({exc})") from None
     if not isinstance(data, dict):

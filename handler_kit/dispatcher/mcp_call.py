@@ -121,7 +121,7 @@ def read_tool_text(event_name: str, text: str) -> Output | None:
     if text.lstrip().startswith("{"):
         try:
             data = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested past the parser's limit
             data = None
         if isinstance(data, dict):
             return read_answer(event_name, data)

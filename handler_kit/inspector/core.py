@@ -16,12 +16,14 @@ token (it is where tokens would be guessed), and a failing bearer header gets 42
 
 Records are read from a store with the query API of
 :class:`handler_kit.ops.audit.sqlite.AuditStore` (``recent(limit, since_id=..., **filters)`` and
-``get(event_id)``); its queries are blocking SQLite calls, so they run in a worker thread.
+``get(event_id)``): blocking calls (SQLite), run in a worker thread, or coroutines
+(:class:`handler_kit.ops.audit.postgres.PostgresStore`, an async pool), awaited on the loop.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import logging
 import time
@@ -68,6 +70,10 @@ SECURITY_HEADERS = {
 }
 
 
+class StoreUnavailable(Exception):
+    """The audit store failed a query (a database down, a file unreadable): answered 503."""
+
+
 class RecordStore(Protocol):
     """What the inspector reads: the query API of the audit trail's SQLite sink."""
 
@@ -78,22 +84,34 @@ class RecordStore(Protocol):
     def get(self, event_id: str) -> dict[str, Any] | None: ...
 
 
+class AsyncRecordStore(Protocol):
+    """The same query API as coroutines (the Postgres sink's store)."""
+
+    async def recent(
+        self, limit: int = 50, *, since_id: int | None = None, **filters: str | None
+    ) -> list[dict[str, Any]]: ...
+
+    async def get(self, event_id: str) -> dict[str, Any] | None: ...
+
+
 class Inspector:
     """The ``/_inspector`` routes over ``store``, guarded by ``auth`` (None: no auth, as the
     rest of a server started with ``--insecure-no-auth``)."""
 
     def __init__(
         self,
-        store: RecordStore,
+        store: RecordStore | AsyncRecordStore,
         *,
         auth: BearerAuth | None,
         app_name: str = "handler-kit",
         signer: SessionSigner | None = None,
         source: str = "audit trail",
-        close_store: Callable[[], None] | None = None,
+        close_store: Callable[[], object] | None = None,
         failures: FailedAuthLimiter | None = None,
     ) -> None:
         self.store = store
+        # a store of coroutines is awaited on the loop; blocking calls go to a thread
+        self._async_store = inspect.iscoroutinefunction(store.recent)
         self.auth = auth
         self.failures = failures or FailedAuthLimiter()
         self.app_name = app_name
@@ -119,7 +137,9 @@ class Inspector:
             yield
         finally:
             if self._close_store is not None:
-                self._close_store()
+                closed = self._close_store()
+                if inspect.isawaitable(closed):
+                    await closed
 
     # -- authentication ---------------------------------------------------------------------
 
@@ -173,8 +193,15 @@ class Inspector:
             target = BASE + (f"?{request.url.query}" if request.url.query else "")
             return _redirect(f"{BASE}/login?next={quote(target, safe='')}")
         filters = _filters(request.query_params)
-        records = await run_in_threadpool(self._recent, filters, None, PAGE_LIMIT)
-        series = await run_in_threadpool(self._series)
+        try:
+            records = await self._recent(filters, None, PAGE_LIMIT)
+            series = await self._series()
+        except StoreUnavailable:
+            return _html(
+                "<!doctype html><title>Inspector</title><p>The audit trail cannot be read right "
+                "now (see the server log). Reload in a moment.</p>",
+                503,
+            )
         html = render.page(
             app_name=self.app_name,
             records=records,
@@ -274,7 +301,10 @@ class Inspector:
                 400,
             )
         filters = _filters(params)
-        records = await run_in_threadpool(self._recent, filters, since_id, limit)
+        try:
+            records = await self._recent(filters, since_id, limit)
+        except StoreUnavailable:
+            return _unavailable()
         ids = [r["id"] for r in records if isinstance(r.get("id"), int)]
         return _json(
             {
@@ -291,7 +321,10 @@ class Inspector:
         event_id = request.query_params.get("event_id", "")
         if not event_id or len(event_id) > 200:
             return _json({"error": "bad_request", "message": "event_id is required"}, 400)
-        record = await run_in_threadpool(self.store.get, event_id)
+        try:
+            record: dict[str, Any] | None = await self._query("get", event_id)
+        except StoreUnavailable:
+            return _unavailable()
         if record is None:
             return _json({"error": "not_found", "message": f"no record {event_id}"}, 404)
         return _json(record)
@@ -300,20 +333,39 @@ class Inspector:
         """Latency of each handler's recent calls (oldest first), data and SVG markup."""
         if await self.principal(request) is None:
             return self._unauthorized(request)
-        series = await run_in_threadpool(self._series)
+        try:
+            series = await self._series()
+        except StoreUnavailable:
+            return _unavailable()
         return _json({"handlers": series, "html": render.sparklines(series)})
 
     # -- queries ----------------------------------------------------------------------------
 
-    def _recent(
+    async def _query(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """``store.method(*args, **kwargs)``: awaited, or run in a thread when it blocks. Its
+        failure is logged (the store's repr names no password) and raised as
+        :class:`StoreUnavailable`."""
+        call = getattr(self.store, method)
+        try:
+            if self._async_store:
+                return await call(*args, **kwargs)
+            return await run_in_threadpool(call, *args, **kwargs)
+        except Exception as exc:
+            logger.warning("inspector: the audit store %r failed: %s", self.store, exc)
+            raise StoreUnavailable from exc
+
+    async def _recent(
         self, filters: Mapping[str, str | None], since_id: int | None, limit: int
     ) -> list[dict[str, Any]]:
-        return self.store.recent(limit, since_id=since_id, **filters)
+        records: list[dict[str, Any]] = await self._query(
+            "recent", limit, since_id=since_id, **filters
+        )
+        return records
 
-    def _series(self) -> dict[str, list[float]]:
+    async def _series(self) -> dict[str, list[float]]:
         """Each handler's last :data:`SPARK_POINTS` latencies, oldest first."""
         series: dict[str, list[float]] = {}
-        for record in self.store.recent(SPARK_SCAN, kind="invocation"):
+        for record in await self._query("recent", SPARK_SCAN, kind="invocation"):
             name, latency = record.get("handler"), record.get("latency_ms")
             if not isinstance(name, str) or not isinstance(latency, int | float):
                 continue
@@ -352,6 +404,14 @@ async def _read_limited(request: Request, limit: int) -> bytes | None:
 
 def _client(request: Request) -> str:
     return request.client.host if request.client else "unknown"
+
+
+def _unavailable() -> Response:
+    return _json(
+        {"error": "unavailable", "message": "the audit trail cannot be read right now"},
+        503,
+        {"Retry-After": "5"},
+    )
 
 
 def _too_many(retry: int) -> Response:

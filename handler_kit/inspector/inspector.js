@@ -138,6 +138,7 @@
     ["reason", "Reason"], ["status", "Status"], ["latency_ms", "Latency (ms)"],
     ["transport", "Transport"], ["error", "Error"], ["principal", "Principal"],
     ["session_id", "Session"], ["trace_id", "Trace"], ["idempotency_key", "Idempotency key"],
+    ["app_version", "App version"], ["replica", "Replica"],
   ];
 
   function pretty(value) {

@@ -41,6 +41,8 @@ def summary(record: Mapping[str, Any]) -> dict[str, Any]:
         "latency_ms": latency if isinstance(latency, int | float) else None,
         "status": record.get("status"),
         "transport": record.get("transport"),
+        # which server wrote it: one inspector may read every replica's records (Postgres)
+        "replica": record.get("replica"),
     }
 
 

@@ -9,6 +9,10 @@ Series:
 - ``handler_kit_idempotent_replays_total{event, handler}``: answers replayed, handler not run;
 - ``handler_kit_audit_dropped_total``: answers whose audit records were dropped (the audit
   queue was full: the sinks stalled).
+- durable audit mode only: ``handler_kit_audit_commit_answers``, a histogram of the answers
+  each commit held (its ``_count`` is the commits, ``_sum`` the answers: their ratio is the
+  group commit's batching), and ``handler_kit_audit_unrecorded_total``, answers not sent
+  because their records were not committed by the deadline (the failure policy answered).
 
 Every label takes a bounded set of values, or each distinct value would be a new series in
 every scrape for the life of the server. ``event`` is the one a client chooses: ``POST /hooks``
@@ -43,6 +47,8 @@ logger = logging.getLogger("handler_kit.metrics")
 # The ``event`` label of every event name that is not a known one or one the app handles.
 OTHER_EVENT = "other"
 
+# answers per commit of the durable audit trail
+COMMIT_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
@@ -87,6 +93,18 @@ class Metrics:
         self.audit_dropped = Counter(
             "handler_kit_audit_dropped_total",
             "Answers whose audit records were dropped: the audit queue was full.",
+            registry=self.registry,
+        )
+        self.audit_commit = Histogram(
+            "handler_kit_audit_commit_answers",
+            "Durable audit: the answers each commit held (one transaction and fsync each).",
+            buckets=COMMIT_BUCKETS,
+            registry=self.registry,
+        )
+        self.audit_unrecorded = Counter(
+            "handler_kit_audit_unrecorded_total",
+            "Durable audit: answers whose records were not committed by their deadline, "
+            "answered by their failure policy instead.",
             registry=self.registry,
         )
         self._children: dict[tuple[Any, ...], Any] = {}

@@ -8,6 +8,12 @@ and spans; a wrapper makes ``idempotent=True`` handlers run once. The user's Hoo
 changed. :attr:`Operations.extension` is what a server adds for them: the ``/metrics`` route and
 a lifespan context that flushes the audit trail and closes the stores on shutdown.
 
+With the durable audit trail (``audit_durable``), a committer follows the observer: it holds
+the answer until its records are committed, at most for what is left of the handler's
+deadline, and past that (or when the commit failed) sends the failure policy's answer instead
+(:meth:`HookApp.answer_unrecorded <handler_kit.core.app.HookApp.answer_unrecorded>`).
+:attr:`Operations.not_ready` says why the server should get no traffic (``/readyz``).
+
 Importing this module costs nothing: each feature imports its library when it is turned on.
 """
 
@@ -30,6 +36,12 @@ if TYPE_CHECKING:
     from handler_kit.ops.idempotency import Idempotency
     from handler_kit.ops.metrics import Metrics
     from handler_kit.ops.tracing import Tracing
+
+# Where the observer leaves a durable answer's acknowledgement for the committer: the context
+# dict HookApp.answer hands to both.
+_ACK = "handler_kit.audit_ack"
+# (answer, replayed handlers) waiting for commit() to count it in the metrics
+_COUNT = "handler_kit.metrics_pending"
 
 logger = logging.getLogger("handler_kit.operations")
 
@@ -59,6 +71,8 @@ class Operations:
         self.command = command
         self.pid = os.getpid()
         self.closed = False
+        # the HookApp apply() returned: the durable committer answers failures through it
+        self.served: HookApp | None = None
 
     def observe(self, answer: Answer, transport: str, context: dict[str, Any]) -> None:
         """The observer: spans, metrics, then one item on the audit queue. Nothing here waits
@@ -79,12 +93,11 @@ class Operations:
                     self.tracing.force_flush()  # a command hook exits right after
             except Exception:
                 logger.exception("could not record the spans of an answer")
-        if self.metrics is not None:
-            self.metrics.observe(answer, transport, replayed)
+        ack = None
         if self.audit is not None:
             from handler_kit.ops.audit.trail import Observed
 
-            self.audit.submit(
+            ack = self.audit.submit(
                 Observed(
                     answer=answer,
                     transport=transport,
@@ -96,6 +109,60 @@ class Operations:
                     replayed=replayed,
                 )
             )
+            if ack is not None:
+                context[_ACK] = ack
+        if self.metrics is not None:
+            if ack is None:
+                self.metrics.observe(answer, transport, replayed)
+            else:
+                # durable: the answer sent may yet be the failure policy's, so it is counted
+                # by commit() once known, and only that one
+                context[_COUNT] = (answer, replayed)
+
+    async def commit(self, answer: Answer, transport: str, context: dict[str, Any]) -> Answer:
+        """The durable committer: ``answer`` once its records are committed; otherwise, by
+        what is left of its handlers' deadline, the failure policy's answer (deny or block
+        for a fail-closed gate; a failed answer, which the webhook sends as a 503)."""
+        ack = context.pop(_ACK, None)
+        audit = self.audit
+        if ack is None or audit is None:
+            return answer
+        counted = context.pop(_COUNT, None)
+        from handler_kit.ops.audit.trail import deadline_left
+
+        if answer.invocations:
+            budget = deadline_left(answer)
+        else:  # no handler ran: the event's own deadline bounds the wait
+            from handler_kit.core.vocabulary import (
+                DEFAULT_TIMEOUT,
+                DEFAULT_TIMEOUTS,
+                server_deadline,
+            )
+
+            name = answer.event.hook_event_name
+            budget = server_deadline(DEFAULT_TIMEOUTS.get(name, DEFAULT_TIMEOUT))
+        if await audit.committed(ack, budget):
+            self._count(counted, transport)
+            return answer
+        handlers = [inv.handler for inv in answer.invocations]
+        audit.unrecorded_answer(
+            [h.name for h in handlers],
+            audit.sink_down or "the commit did not come by the deadline",
+        )
+        if self.metrics is not None:
+            self.metrics.audit_unrecorded.inc()
+        served = self.served if self.served is not None else self.hook_app
+        # observed like any answer: recorded (without waiting) once the sinks commit again
+        replacement = served.answer_unrecorded(
+            answer.event, handlers, transport=transport, context=context
+        )
+        context.pop(_ACK, None)
+        self._count(context.pop(_COUNT, None), transport)
+        return replacement
+
+    def _count(self, counted: tuple[Answer, frozenset[str]] | None, transport: str) -> None:
+        if counted is not None and self.metrics is not None:
+            self.metrics.observe(counted[0], transport, counted[1])
 
     def close_sync(self) -> None:
         """Flush and close what needs no event loop (audit, tracing): for command hooks and
@@ -169,11 +236,23 @@ class Operations:
     def apply(self, hook_app: HookApp) -> HookApp:
         """``hook_app`` with these features around its answer path (a new HookApp)."""
         observes = self.audit is not None or self.metrics is not None or self.tracing is not None
-        return hook_app.extended(
+        durable = self.audit is not None and self.audit.durable
+        served = hook_app.extended(
             observers=(self.observe,) if observes else (),
             # outermost: a replayed answer runs nothing else
             wrappers=(self.idempotency,) if self.idempotency is not None else (),
+            committers=(self.commit,) if durable else (),
         )
+        self.served = served
+        return served
+
+    @property
+    def not_ready(self) -> str | None:
+        """Why this server should not be sent traffic now, or None: the durable audit
+        trail's sinks are down (an answer would be the failure policy's)."""
+        if self.audit is not None and self.audit.durable and self.audit.sink_down is not None:
+            return f"the audit sinks are down: {self.audit.sink_down}"
+        return None
 
     @property
     def extension(self) -> Extension:
@@ -200,12 +279,15 @@ def _audit(
 ) -> AuditTrail | None:
     if not (settings.audit or settings.audit_sinks):
         return None
+    from handler_kit.ops.audit.records import default_replica
     from handler_kit.ops.audit.trail import AuditTrail, RecordPolicy, Redactor
 
     policy = RecordPolicy(
         redactor=Redactor(settings.audit_redact, secrets=secrets),
         tool_input=settings.audit_tool_input,
         text=settings.audit_text,
+        app_version=settings.app_version,
+        replica=settings.replica or default_replica(),
     )
     return AuditTrail(
         hook_app.name,
@@ -217,6 +299,10 @@ def _audit(
         on_full=settings.audit_on_full,
         synchronous=command,
         on_drop=metrics.audit_dropped.inc if metrics is not None else None,
+        durable=settings.audit_durable,
+        on_commit=metrics.audit_commit.observe if metrics is not None else None,
+        # a commit slower than the shortest deadline fails that handler's answers
+        stall_after=min((h.deadline for h in hook_app.handlers), default=1.0),
     )
 
 

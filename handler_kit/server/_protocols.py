@@ -11,7 +11,10 @@ parser uvicorn picks when it is installed, as ``uvicorn[standard]`` does) adds:
 - a head timeout: the request line and headers must have arrived within ``head_timeout``
   seconds of their first byte, or the request is answered 408 and the connection closed;
 - a head size limit: a request line and headers over ``max_head_bytes`` are answered 431
-  (httptools has no limit of its own; uvicorn's ``h11_max_incomplete_event_size`` is h11's).
+  (httptools has no limit of its own; uvicorn's ``h11_max_incomplete_event_size`` is h11's);
+- JSON bodies on the answers uvicorn gives itself (400 for a request httptools cannot parse,
+  503 past ``limit_concurrency``), like every other refusal of the server: a client reads one
+  error shape, ``{"error": ..., "message": ...}``.
 
 What stays beyond one server process (many clients, each within these limits; a body sent
 slowly) is for the reverse proxy in front of it: see ``docs/production.md``.
@@ -21,15 +24,21 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 from typing import Any, cast
 
-from uvicorn.protocols.http import httptools_impl
+from uvicorn.protocols.http import flow_control, httptools_impl
 
 __all__ = ["HttpToolsProtocol", "protocol_class"]
 
 
 class _HeadTooLarge(Exception):
     """Raised from a parser callback: the only way to stop httptools mid-request."""
+
+
+_on_url = httptools_impl.HttpToolsProtocol.on_url
+_on_header = httptools_impl.HttpToolsProtocol.on_header
+_on_headers_complete = httptools_impl.HttpToolsProtocol.on_headers_complete
 
 
 class HttpToolsProtocol(httptools_impl.HttpToolsProtocol):
@@ -69,24 +78,40 @@ class HttpToolsProtocol(httptools_impl.HttpToolsProtocol):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
-        if self.awaiting_head and self.head_timer is None:
-            # not restarted by later bytes: a line now and then must not keep the head open
-            self.head_timer = self.loop.call_later(self.head_timeout, self._head_timed_out)
+        if not self.awaiting_head or self.head_timer is not None:
+            super().data_received(data)
+            return
+        began = self.loop.time()
         super().data_received(data)
+        # Armed only when the head did not arrive whole in this first read (almost every
+        # request's does: then no timer is made and cancelled per request), for what is left
+        # of its time from its first byte; not restarted by later bytes: a line now and then
+        # must not keep the head open.
+        if self.awaiting_head and self.head_timer is None and not self.transport.is_closing():
+            left = self.head_timeout - (self.loop.time() - began)
+            self.head_timer = self.loop.call_later(max(left, 0.0), self._head_timed_out)
+
+    # The parser calls these once per request and once per header: the count is inline and
+    # the base methods are called as plain functions (no super() object each time).
 
     def on_url(self, url: bytes) -> None:
-        self._count_head(len(url))
-        super().on_url(url)
+        self.head_bytes += len(url)
+        if self.head_bytes > self.max_head_bytes:
+            self._head_too_large()
+        _on_url(self, url)
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self._count_head(len(name) + len(value))
-        super().on_header(name, value)
+        self.head_bytes += len(name) + len(value)
+        if self.head_bytes > self.max_head_bytes:
+            self._head_too_large()
+        _on_header(self, name, value)
 
     def on_headers_complete(self) -> None:
         self.awaiting_head = False
         self.head_bytes = 0
-        self._cancel_head_timer()
-        super().on_headers_complete()
+        if self.head_timer is not None:
+            self._cancel_head_timer()
+        _on_headers_complete(self)
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
@@ -98,13 +123,16 @@ class HttpToolsProtocol(httptools_impl.HttpToolsProtocol):
     def send_400_response(self, msg: str) -> None:
         if self.transport.is_closing():  # refused already, with 431
             return
-        super().send_400_response(msg)
+        self._refuse(400, msg.encode())
 
-    def _count_head(self, size: int) -> None:
-        self.head_bytes += size
-        if self.head_bytes > self.max_head_bytes:
-            self._refuse(431, b"the request line and headers are too large")
-            raise _HeadTooLarge
+    def _start_asgi_task(self, cycle: Any, app: Any) -> None:
+        if app is flow_control.service_unavailable:
+            app = _service_unavailable
+        super()._start_asgi_task(cycle, app)
+
+    def _head_too_large(self) -> None:
+        self._refuse(431, b"the request line and headers are too large")
+        raise _HeadTooLarge
 
     def _head_timed_out(self) -> None:
         self.head_timer = None
@@ -118,17 +146,49 @@ class HttpToolsProtocol(httptools_impl.HttpToolsProtocol):
 
     def _refuse(self, status: int, message: bytes) -> None:
         """Answer ``status`` (no request reached the app) and close the connection."""
+        payload = _error_body(status, message.decode(errors="replace"))
         content = [httptools_impl.STATUS_LINE[status]]
         for name, value in self.server_state.default_headers:
             content += [name, b": ", value, b"\r\n"]
         content += [
-            b"content-type: text/plain; charset=utf-8\r\n",
-            b"content-length: %d\r\n" % len(message),
+            b"content-type: application/json\r\n",
+            b"content-length: %d\r\n" % len(payload),
             b"connection: close\r\n\r\n",
-            message,
+            payload,
         ]
         self.transport.write(b"".join(content))
         self.transport.close()
+
+
+_ERRORS = {
+    400: "bad_request",
+    408: "request_timeout",
+    431: "request_header_fields_too_large",
+    503: "service_unavailable",
+}
+
+
+def _error_body(status: int, message: str) -> bytes:
+    return json.dumps({"error": _ERRORS[status], "message": message}).encode()
+
+
+_BUSY = _error_body(503, "the server has as many connections as it takes; retry shortly")
+
+
+async def _service_unavailable(scope: Any, receive: Any, send: Any) -> None:
+    """uvicorn's answer past ``limit_concurrency``, with a JSON body."""
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 503,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", b"%d" % len(_BUSY)),
+                (b"connection", b"close"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": _BUSY})
 
 
 def protocol_class(

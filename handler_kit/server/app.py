@@ -1,8 +1,9 @@
 """One ASGI app per HookApp: ``/healthz``, the webhook, ``/mcp``, and whatever else is added.
 
-The outermost layer is plain ASGI: it answers ``/healthz``, authenticates every other request
-once (so ``/hooks``, ``/mcp`` and ``/metrics`` share one auth policy, one 401 shape and one
-limit on failed attempts per client address, shared with the inspector's login), sends
+The outermost layer is plain ASGI: it answers ``/healthz`` (liveness) and ``/readyz``
+(readiness), authenticates every other request once (so ``/hooks``, ``/mcp`` and ``/metrics``
+share one auth policy, one 401 shape and one limit on failed attempts per client address,
+shared with the inspector's login), sends
 the webhook routes straight to :class:`~handler_kit.server.webhook.Webhook` (the hot path), and
 hands the rest to a Starlette app that owns the single lifespan (the MCP session manager must
 run in it).
@@ -18,12 +19,13 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import gc
 import json
 import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from handler_kit.auth import AuthError, FailedAuthLimiter
+from handler_kit.auth import AuthError, FailedAuthLimiter, StaticTokenAuth
 from handler_kit.config import ConfigError, Extension, ServeConfig, ServerConfig
 from handler_kit.core.app import HookApp
 from handler_kit.server.webhook import (
@@ -32,6 +34,7 @@ from handler_kit.server.webhook import (
     Scope,
     Send,
     Webhook,
+    route_path,
     send_error,
     send_json,
 )
@@ -42,18 +45,23 @@ __all__ = ["HandlerKitASGI", "app_from_env", "create_asgi_app", "describe_routes
 
 
 _HEALTH_METHODS = ("GET", "HEAD")
+_READY_BODY = b'{"status":"ready"}'
 
 
 class HandlerKitASGI:
     """The outer ASGI layer: health, authentication, webhook fast path, then Starlette."""
 
-    def __init__(self, hook_app: HookApp, config: ServerConfig) -> None:
+    def __init__(
+        self, hook_app: HookApp, config: ServerConfig, *, freeze_after_startup: bool = False
+    ) -> None:
         from starlette.applications import Starlette
 
         from handler_kit.ops.operations import Operations
 
         self.hook_app = hook_app
         self.auth = config.authenticator()
+        # static tokens are checked without a coroutine per request
+        self._check = self.auth.check if type(self.auth) is StaticTokenAuth else None
         # one count of failed authentications per address, shared with the inspector's login
         self.failures = FailedAuthLimiter(
             limit=config.auth_failure_limit,
@@ -116,24 +124,58 @@ class HandlerKitASGI:
             )
             contexts.insert(0, self.mcp_mount.lifespan)
 
-        @contextlib.asynccontextmanager
-        async def lifespan(_: Any) -> AsyncIterator[None]:
-            async with contextlib.AsyncExitStack() as stack:
-                for enter in contexts:
-                    await stack.enter_async_context(enter())
-                yield
+        self._contexts = contexts
+        # set once the lifespan is shutting down: /readyz says so
+        self.draining = False
+        # a server process of its own (handler-kit serve) moves what start-up made out of the
+        # collector's reach: a full collection then walks only what requests made since, not
+        # every module, model and schema, which is a pause in every request it lands on.
+        # Only for a process that is the server: mounted in a host app, or in a test, the
+        # freeze would hold the host's objects for the process's lifetime.
+        self.freeze_after_startup = freeze_after_startup
+        self.mcp_path = config.mcp_path
+        # the document is the same for every request: made once, kept per mount point
+        self._openapi: dict[str, Any] | None = None
+        self._openapi_bodies: dict[str, bytes] = {}
 
         self.starlette = Starlette(
             routes=routes,
-            lifespan=lifespan,
+            lifespan=self.lifespan,
             exception_handlers={404: _json_http_error, 405: _json_http_error},
         )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: Any = None) -> AsyncIterator[None]:
+        """Run what the server needs while it serves: the MCP session manager, and the
+        operations' and extensions' own contexts.
+
+        A server started on this app enters it itself. Mounted in another Starlette or
+        FastAPI app, only the host's lifespan runs, so the host must enter this one:
+        ``Starlette(routes=[Mount("/agent", app=hooks)], lifespan=hooks.lifespan)``.
+        ``app`` is the host app Starlette passes; it is not used.
+        """
+        # made before serving: building it blocks the event loop, which must not happen
+        # while hook calls are being answered
+        self.openapi()
+        async with contextlib.AsyncExitStack() as stack:
+            for enter in self._contexts:
+                await stack.enter_async_context(enter())
+            if self.freeze_after_startup:
+                gc.collect()
+                gc.freeze()
+            self.draining = False
+            try:
+                yield
+            finally:
+                # before the contexts close (the audit trail's last records are written then)
+                self.draining = True
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.starlette(scope, receive, send)
             return
-        path = scope["path"]
+        # the path below the mount point: Starlette's Mount keeps the prefix in root_path
+        path = route_path(scope) if scope.get("root_path") else scope["path"]
         if path == "/healthz":
             if scope["method"] in _HEALTH_METHODS:
                 await send_json(send, 200, self._health_body)
@@ -143,12 +185,18 @@ class HandlerKitASGI:
                     HTTPError(405, "method_not_allowed", "use GET", [], [(b"allow", b"GET")]),
                 )
             return
+        if path == "/readyz":
+            await self._send_readiness(scope, send)
+            return
         if self.auth is not None and path not in self.public_paths:
             # one C-level pass over the headers, shared with the webhook through the scope
             headers = scope["handler_kit.headers"] = dict(scope["headers"])
             authorization = headers.get(b"authorization")
             try:
-                principal = await self.auth.authenticate(authorization)
+                if self._check is not None:
+                    principal = self._check(authorization)
+                else:
+                    principal = await self.auth.authenticate(authorization)
             except AuthError as exc:
                 await send_error(send, self._refusal(scope, exc, authorization))
                 return
@@ -158,11 +206,75 @@ class HandlerKitASGI:
         if path.startswith("/hooks"):
             await self.webhook(scope, receive, send)
             return
-        if path == "/mcp" and self.mcp_mount is not None:
+        if path == self.mcp_path and self.mcp_mount is not None:
+            if not self.mcp_mount.running:
+                await send_error(send, _NOT_STARTED)
+                return
             # straight to the MCP endpoint: Starlette's router is a large share of a fast tool call
             await self.mcp_mount.asgi(scope, receive, send)
             return
+        if path == "/openapi.json":
+            await self._send_openapi(scope, send)
+            return
         await self.starlette(scope, receive, send)
+
+    def openapi(self) -> dict[str, Any]:
+        """The OpenAPI 3.1 document of the webhook routes, as ``GET /openapi.json`` serves it
+        (without a ``servers`` entry, which depends on where the app is mounted). Made once,
+        when the lifespan starts (or on first use without one)."""
+        if self._openapi is None:
+            from handler_kit.server.openapi import openapi_document
+
+            self._openapi = openapi_document(
+                self.hook_app,
+                bearer=self.auth is not None,
+                require_event_header=self.config.require_event_header,
+            )
+        return self._openapi
+
+    async def _send_openapi(self, scope: Scope, send: Send) -> None:
+        if scope["method"] not in _HEALTH_METHODS:
+            await send_error(
+                send, HTTPError(405, "method_not_allowed", "use GET", [], [(b"allow", b"GET")])
+            )
+            return
+        root: str = scope.get("root_path", "")
+        body = self._openapi_bodies.get(root)
+        if body is None:
+            document = self.openapi()
+            if root:
+                # mounted: the routes are under the mount point, as FastAPI says it
+                document = {**document, "servers": [{"url": root}]}
+            body = json.dumps(document).encode()
+            # root_path comes from the host app or the server's options, not from a request,
+            # so there are only ever a few; the bound is there all the same
+            if len(self._openapi_bodies) < 16:
+                self._openapi_bodies[root] = body
+        await send_json(send, 200, body)
+
+    async def _send_readiness(self, scope: Scope, send: Send) -> None:
+        """``GET /readyz``: whether to send this server traffic now. ``/healthz`` is liveness
+        (the process answers: restart it when it does not); ``/readyz`` is readiness: 503
+        while the server shuts down, and, with the durable audit trail, while its sinks are
+        down (every answer would be its failure policy's), 200 otherwise. No token, like
+        ``/healthz``: it says nothing a caller could use."""
+        if scope["method"] not in _HEALTH_METHODS:
+            await send_error(
+                send, HTTPError(405, "method_not_allowed", "use GET", [], [(b"allow", b"GET")])
+            )
+            return
+        reason = "draining" if self.draining else None
+        message = "the server is shutting down"
+        if reason is None and self.operations is not None and self.operations.not_ready:
+            # not the sink's error: this route needs no token, and the error can name a
+            # database, a file or worse (the server log has it, from when it went down)
+            reason = "audit_unavailable"
+            message = "the audit sinks are down; the server log says why"
+        if reason is None:
+            await send_json(send, 200, _READY_BODY)
+            return
+        body = json.dumps({"status": "not_ready", "reason": reason, "message": message})
+        await send_json(send, 503, body.encode())
 
     def _refusal(self, scope: Scope, exc: AuthError, authorization: bytes | None) -> HTTPError:
         """The answer to a request that failed authentication: 401, or 429 once its address
@@ -180,6 +292,15 @@ class HandlerKitASGI:
         if authorization:
             challenge += b', error="invalid_token"'
         return HTTPError(401, "unauthorized", str(exc), headers=[(b"www-authenticate", challenge)])
+
+
+_NOT_STARTED = HTTPError(
+    503,
+    "not_started",
+    "the MCP endpoint is not running: the server's lifespan has not started or has ended "
+    "(a HookApp mounted in another app needs the host to run it: Starlette(..., "
+    "lifespan=hooks.lifespan), FastAPI(lifespan=hooks.lifespan))",
+)
 
 
 async def _json_http_error(request: Any, exc: Any) -> Any:
@@ -209,14 +330,22 @@ def app_from_env() -> HandlerKitASGI:
     serve = ServeConfig.from_env()
     if not serve.app:
         raise ConfigError("HANDLER_KIT_APP (MODULE:ATTR) is not set")
-    return create_asgi_app(load_app(serve.app), serve.server)
+    hook_app = load_app(serve.app)
+    if serve.log_format is not None:
+        # one log line per decision: the format is the log configuration's (serve sets it)
+        from handler_kit.ops.decisions import DecisionLog
+
+        hook_app = hook_app.extended(observers=(DecisionLog(hook_app),))
+    return HandlerKitASGI(hook_app, serve.server, freeze_after_startup=True)
 
 
 def describe_routes(hook_app: HookApp, config: ServerConfig) -> Sequence[str]:
     """The routes a HookApp serves with ``config``, for start-up messages."""
-    routes = ["GET /healthz", "POST /hooks", *(f"POST /hooks/{h.name}" for h in hook_app.handlers)]
+    routes = ["GET /healthz", "GET /readyz", "POST /hooks"]
+    routes.extend(f"POST /hooks/{h.name}" for h in hook_app.handlers)
+    routes.append("GET /openapi.json")
     if config.mcp:
-        routes.append(f"POST /mcp ({len(hook_app.handlers)} tools)")
+        routes.append(f"POST {config.mcp_path} ({len(hook_app.handlers)} tools)")
     if config.inspector:
         routes.append("GET /_inspector")
     if config.operations.metrics:

@@ -9,7 +9,8 @@ out once (handler table, error bodies, header lists) is worked out at start-up.
 Every bad input gets a JSON error body with a stable ``error`` code, never a traceback:
 400 (malformed JSON, nested too deep, not an object, validation failed, event header
 mismatch), 404 (unknown handler), 405 (wrong method), 413 (body over the cap), 500 (handler
-failed, no fail-closed policy). Authentication (401) happens before this, in
+failed, no fail-closed policy), 503 (durable audit: the answer's record could not be committed
+by its deadline, no fail-closed policy). Authentication (401) happens before this, in
 :mod:`handler_kit.server.app`.
 
 One exception: a fail-closed handler's own route answers an input it cannot read (a 400 or
@@ -29,7 +30,14 @@ from pydantic import ValidationError
 
 from handler_kit.core.app import HookApp
 from handler_kit.core.events import HookEvent, model_for
-from handler_kit.core.vocabulary import MAX_INPUT_DEPTH, Handler, InputTooDeep, load_json
+from handler_kit.core.matchers import is_match_all
+from handler_kit.core.vocabulary import (
+    MAX_INPUT_DEPTH,
+    Answer,
+    Handler,
+    InputTooDeep,
+    load_json,
+)
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -113,6 +121,24 @@ async def read_body(receive: Receive, limit: int) -> bytes:
             return b"".join(chunks)
 
 
+def route_path(scope: Scope) -> str:
+    """The request's path below the app's mount point, by Starlette's rule.
+
+    Starlette's ``Mount`` (and uvicorn's ``--root-path``) leave ``path`` whole and put the
+    prefix in ``root_path``: an app mounted at ``/agent`` sees ``/agent/hooks/x`` with
+    ``root_path`` ``/agent``, and routes on ``/hooks/x``.
+    """
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    if not root or not path.startswith(root):
+        return path
+    if len(path) == len(root):
+        return ""
+    if path[len(root)] == "/":
+        return path[len(root) :]
+    return path
+
+
 def validation_details(exc: ValidationError) -> list[dict[str, Any]]:
     """pydantic errors as ``[{path, message}]``, without echoing input values (secrets)."""
     return [
@@ -172,8 +198,30 @@ def parse_hook_input(body: bytes, event_name: str | None) -> HookEvent:
         ) from None
 
 
+class _Route:
+    """What a ``/hooks/{name}`` route knows before any request: its handler, the validator of
+    its event and the checks that apply to it."""
+
+    __slots__ = ("event", "event_header", "handler", "matches", "validate_json")
+
+    def __init__(self, handler: Handler) -> None:
+        self.handler = handler
+        self.event = handler.event
+        self.event_header = handler.event.encode("latin-1")
+        # pydantic-core's validator itself: model_validate_json is a Python frame around it
+        self.validate_json = model_for(handler.event).__pydantic_validator__.validate_json
+        # a handler without a matcher runs on every event of its kind: no test to make
+        self.matches = None if is_match_all(handler.matcher) else handler.matches
+
+
 class Webhook:
-    """The ASGI endpoint behind ``/hooks`` and ``/hooks/{name}`` (already authenticated)."""
+    """The ASGI endpoint behind ``/hooks`` and ``/hooks/{name}`` (already authenticated).
+
+    A handler's own route is the hot path: its validator, event header and matcher are
+    looked up at start-up, the body is read from the first ``http.request`` message when it is
+    all there, and the answer's context for observers is made only when there are observers.
+    ``POST /hooks`` (every matching handler, merged) takes the general path, :meth:`handle`.
+    """
 
     def __init__(
         self, hook_app: HookApp, *, max_body_bytes: int, require_event_header: bool
@@ -182,20 +230,90 @@ class Webhook:
         self.max_body_bytes = max_body_bytes
         self.require_event_header = require_event_header
         self.routes: dict[str, Handler | None] = {"/hooks": None, "/hooks/": None}
+        self._routes: dict[str, _Route] = {}
         for handler in hook_app.handlers:
             self.routes[f"/hooks/{handler.name}"] = handler
+            self._routes[f"/hooks/{handler.name}"] = _Route(handler)
+        # observers (audit, metrics, spans) and committers are fixed when the app is built
+        self._observed = bool(hook_app.observers or hook_app.committers)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope["path"] if not scope.get("root_path") else route_path(scope)
+        route = self._routes.get(path)
         try:
-            await send_json(send, 200, await self.handle(scope, receive))
+            if route is None or scope["method"] != "POST":
+                body = await self.handle(scope, receive)
+            else:
+                body = await self._handle_route(route, scope, receive)
         except HTTPError as error:
             await send_error(send, error)
+            return
         except ClientDisconnected:
             return
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [
+                    *_JSON_HEADERS,
+                    (b"content-length", b"%d" % len(body)),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+    async def _handle_route(self, route: _Route, scope: Scope, receive: Receive) -> bytes:
+        """:meth:`handle` for a handler's own route, with what was decided at start-up."""
+        headers = scope.get("handler_kit.headers") or dict(scope["headers"])
+        raw_event = headers.get(EVENT_HEADER)
+        length = headers.get(b"content-length")
+        handler = route.handler
+        if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
+            return self.unreadable(handler, _too_large(self.max_body_bytes), scope)
+        if raw_event is None and self.require_event_header:
+            raise HTTPError(
+                400, "missing_event_header", "the X-Runbear-Hook-Event header is required"
+            )
+        message = await receive()
+        if message["type"] == "http.request" and not message.get("more_body", False):
+            body: bytes = message.get("body", b"")
+            if len(body) > self.max_body_bytes:
+                return self.unreadable(handler, _too_large(self.max_body_bytes), scope)
+        else:
+            try:
+                body = await read_body(_replay(message, receive), self.max_body_bytes)
+            except BodyTooLarge:
+                return self.unreadable(handler, _too_large(self.max_body_bytes), scope)
+        try:
+            event: HookEvent = route.validate_json(body)
+        except ValidationError:
+            # the general parse: the same outcome, and the error that says what is wrong
+            try:
+                event = parse_hook_input(body, route.event)
+            except HTTPError as error:
+                return self.unreadable(handler, error, scope)
+        name = event.hook_event_name
+        if name != route.event or (raw_event is not None and raw_event != route.event_header):
+            # the same checks, in the same order, as the general path
+            header = raw_event.decode("latin-1") if raw_event is not None else None
+            if header is not None and name != header:
+                raise HTTPError(
+                    400,
+                    "event_mismatch",
+                    f"X-Runbear-Hook-Event is {header!r} but hook_event_name is {name!r}",
+                )
+            raise HTTPError(
+                400, "event_mismatch", f"handler {handler.name!r} handles {route.event}, not {name}"
+            )
+        matches = route.matches
+        handlers = [handler] if matches is None or matches(event.matcher_value()) else []
+        context = _context(scope, headers.get(b"traceparent")) if self._observed else None
+        answer = await self.hook_app.answer(event, handlers, transport="webhook", context=context)
+        return _body(answer, name)
 
     async def handle(self, scope: Scope, receive: Receive) -> bytes:
         """The response body for one request; raises :class:`HTTPError` for an error."""
-        path = scope["path"]
+        path = route_path(scope)
         try:
             handler = self.routes[path]
         except KeyError:
@@ -245,17 +363,7 @@ class Webhook:
             handlers = [handler] if handler.matches(event.matcher_value()) else []
         context = _context(scope, traceparent)
         answer = await self.hook_app.answer(event, handlers, transport="webhook", context=context)
-        if answer.failed:
-            if answer.timed_out:
-                raise HTTPError(500, "handler_timeout", "the handler did not answer in time")
-            raise HTTPError(500, "handler_failed", "the handler failed; see the server log")
-        try:
-            return answer.body
-        except (TypeError, ValueError):  # an output holding a value JSON cannot carry
-            logging.getLogger("handler_kit").exception("the answer to %s is not JSON", name)
-            raise HTTPError(
-                500, "handler_failed", "the handler failed; see the server log"
-            ) from None
+        return _body(answer, name)
 
     def unreadable(self, handler: Handler | None, error: HTTPError, scope: Scope) -> bytes:
         """The answer to an input the route's handler cannot read: the handler's safe
@@ -273,6 +381,38 @@ class Webhook:
         if answer is None:  # the handler does not fail closed
             raise error
         return answer.body
+
+
+def _body(answer: Answer, name: str) -> bytes:
+    """The response body of an answer, or the :class:`HTTPError` of a failed one."""
+    if answer.failed:
+        if answer.unrecorded:
+            # durable audit: the decision could not be recorded, so it is not given
+            raise HTTPError(
+                503,
+                "audit_unavailable",
+                "the answer's audit record could not be committed in time; retry later",
+            )
+        if answer.timed_out:
+            raise HTTPError(500, "handler_timeout", "the handler did not answer in time")
+        raise HTTPError(500, "handler_failed", "the handler failed; see the server log")
+    try:
+        return answer.body
+    except (TypeError, ValueError):  # an output holding a value JSON cannot carry
+        logging.getLogger("handler_kit").exception("the answer to %s is not JSON", name)
+        raise HTTPError(500, "handler_failed", "the handler failed; see the server log") from None
+
+
+def _replay(first: Message, receive: Receive) -> Receive:
+    """``receive`` with ``first``, already received, given back first."""
+    pending = [first]
+
+    async def replay() -> Message:
+        if pending:
+            return pending.pop()
+        return await receive()
+
+    return replay
 
 
 def _context(scope: Scope, traceparent: bytes | None) -> dict[str, Any]:

@@ -257,7 +257,9 @@ class RunningServer:
 
     @property
     def mcp_url(self) -> str:
-        return f"{self.url}/mcp"
+        """The MCP endpoint's URL (``/mcp`` unless the config moved it)."""
+        path = self.asgi.mcp_path if self.asgi is not None else "/mcp"
+        return f"{self.url}{path}"
 
     def client(self) -> HookClient:
         """A :class:`HookClient` talking to this server over real HTTP(S)."""

@@ -119,3 +119,50 @@ def test_readme_install_commands(tmp_path: Path) -> None:
     # the one before installed command hooks, kept as the backup
     before = json.loads((tmp_path / ".claude" / "settings.json.bak").read_text(encoding="utf-8"))
     assert before["hooks"]["PreToolUse"][0]["hooks"][0]["type"] == "command"
+
+
+def test_readme_cases_file_runs_from_the_cli_and_pytest(tmp_path: Path) -> None:
+    text = page("README.md")
+    (cases,) = blocks(text, "yaml")
+    assert cases.startswith("# hookcases_myhooks.yaml\n")
+    (commands,) = [block for block in blocks(text, "sh") if "handler-kit test" in block]
+    (tmp_path / "myhooks.py").write_text(blocks(text, "python")[0], encoding="utf-8")
+    (tmp_path / "hookcases_myhooks.yaml").write_text(cases, encoding="utf-8")
+    bin_dir = Path(sys.executable).parent
+    env = {"PATH": f"{bin_dir}{os.pathsep}/usr/bin:/bin", "HOME": str(tmp_path)}
+    lines = [line.split("#")[0].strip() for line in commands.splitlines()]
+    assert lines == ["handler-kit test hookcases_myhooks.yaml", "pytest"]
+    done = subprocess.run(
+        ["bash", "-e", "-c", "handler-kit test hookcases_myhooks.yaml"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 passed" in done.stdout, done.stdout
+    # pytest in the user's project collects the same file, one item per case
+    collected = subprocess.run(
+        ["pytest", "-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert collected.returncode == 0, collected.stdout + collected.stderr
+    assert "2 passed" in collected.stdout, collected.stdout
+    # and a case the app does not meet fails both
+    (tmp_path / "hookcases_myhooks.yaml").write_text(
+        cases.replace("decision: none", "decision: deny"), encoding="utf-8"
+    )
+    failed = subprocess.run(
+        ["handler-kit", "test", "hookcases_myhooks.yaml"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert failed.returncode == 1, failed.stdout + failed.stderr

@@ -7,6 +7,7 @@ answered all along."""
 from __future__ import annotations
 
 import contextlib
+import json
 import selectors
 import socket
 import time
@@ -50,6 +51,13 @@ def connections(port: int, count: int) -> Iterator[list[socket.socket]]:
     finally:
         for sock in opened:
             sock.close()
+
+
+def json_error(reply: bytes) -> str:
+    """The ``error`` of a raw HTTP answer whose body must be a JSON error object."""
+    head, _, content = reply.partition(b"\r\n\r\n")
+    assert b"content-type: application/json" in head.lower(), head
+    return str(json.loads(content)["error"])
 
 
 def answered(port: int, timeout: float = DEADLINE) -> httpx.Response:
@@ -116,6 +124,7 @@ def test_idle_and_slow_header_connections_are_closed_while_requests_are_answered
         assert sum(sock in closed for sock in slow) == SLOW
         assert all(closed[sock] == b"" for sock in idle)  # nothing was asked, nothing said
         assert all(closed[sock].startswith(b"HTTP/1.1 408 ") for sock in slow)
+        assert all(json_error(closed[sock]) == "request_timeout" for sock in slow)
         assert answered(port).status_code == 200
 
 
@@ -131,6 +140,7 @@ def test_a_request_head_over_the_size_limit_is_answered_431() -> None:
             while chunk := over.recv(4096):  # until the server closes the connection
                 reply += chunk
             assert reply.startswith(b"HTTP/1.1 431 "), reply
+            assert json_error(reply) == "request_header_fields_too_large"
         assert answered(port).status_code == 200
 
 
@@ -146,11 +156,24 @@ def test_past_max_connections_a_request_is_answered_503() -> None:
                 assert sock.recv(4096).startswith(b"HTTP/1.1 200 ")
             refused = answered(port)
             assert refused.status_code == 503, refused.text
+            assert refused.headers["content-type"] == "application/json"
+            assert refused.json()["error"] == "service_unavailable"
         # closed on the client's side: the server notices, and answers again
         deadline = time.monotonic() + DEADLINE
         while (status := answered(port).status_code) == 503 and time.monotonic() < deadline:
             time.sleep(0.1)
         assert status == 200
+
+
+def test_a_request_httptools_cannot_parse_is_answered_400_in_json() -> None:
+    port = free_port()
+    with serving(port, limits_env()), connections(port, 1) as (sock,):
+        sock.sendall(b"POST /hooks HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: x\r\n\r\n")
+        reply = b""
+        while chunk := sock.recv(4096):
+            reply += chunk
+        assert reply.startswith(b"HTTP/1.1 400 "), reply
+        assert json_error(reply) == "bad_request"
 
 
 def test_a_worker_at_its_descriptor_limit_serves_again_once_idle_connections_close() -> None:

@@ -89,9 +89,14 @@ class Process:
         )
 
     def output(self) -> str:
-        self._log.flush()
-        self._log.seek(0)
-        return self._log.read().decode("utf-8", "replace")
+        # pread, not seek + read: the children write through this same open file, so moving
+        # its offset would make their next write land over what is already there
+        fd = self._log.fileno()
+        chunks, offset = [], 0
+        while chunk := os.pread(fd, 1 << 20, offset):
+            chunks.append(chunk)
+            offset += len(chunk)
+        return b"".join(chunks).decode("utf-8", "replace")
 
     def wait_for_output(self, needle: str, timeout: float = 20.0) -> str:
         deadline = time.monotonic() + timeout

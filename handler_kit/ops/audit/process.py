@@ -115,6 +115,8 @@ class AuditProcess:
             "secrets": list(redactor.secrets),
             "tool_input": policy.tool_input,
             "text": policy.text,
+            "app_version": policy.app_version,
+            "replica": policy.replica,
         }
         self._send(("config", config))
 
@@ -203,6 +205,8 @@ def main(argv: list[str]) -> int:
         ),
         tool_input=config["tool_input"],
         text=config["text"],
+        app_version=config["app_version"],
+        replica=config["replica"],
     )
     app = config["app"]
     for sink in sinks:

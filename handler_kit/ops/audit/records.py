@@ -9,8 +9,10 @@ server or of the handler models: the writer process stays small and starts fast.
 
 - ``schema_version``, ``kind`` (``invocation`` or ``answer``), ``event_id`` (new, unique,
   time-ordered), ``time`` (ISO 8601 UTC, when the answer was given), ``app``, ``transport``
-  (``webhook``/``mcp``/``command``/``direct``), ``pid``, ``principal`` (who authenticated:
-  ``token#N`` or the JWT subject; never the token);
+  (``webhook``/``mcp``/``command``/``direct``), ``app_version`` (``HANDLER_KIT_APP_VERSION``,
+  else null), ``replica`` (``HANDLER_KIT_REPLICA``, else ``hostname:pid`` of the server: see
+  :func:`default_replica`), ``pid``, ``principal`` (who authenticated: ``token#N`` or the JWT
+  subject; never the token);
 - from the hook input, only identifiers: ``event`` (hook_event_name), ``tool_name``,
   ``session_id``, ``turn_id``, ``tool_use_id``, ``agent_id``;
 - ``idempotency_key`` (see :func:`idempotency_key`), ``trace_id``, ``span_id``,
@@ -52,6 +54,7 @@ import json
 import os
 import random
 import re
+import socket
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -340,11 +343,21 @@ class Capture(NamedTuple):
 
 @dataclass
 class RecordPolicy:
-    """Which parts of the input are recorded, and how they are redacted."""
+    """Which parts of the input are recorded, how they are redacted, and what every record
+    says of its writer: the app's version and the replica (server) that wrote it."""
 
     redactor: Redactor = field(default_factory=Redactor)
     tool_input: bool = True
     text: bool = False
+    app_version: str | None = None
+    replica: str | None = None
+
+
+def default_replica() -> str:
+    """``hostname:pid``: what names a replica when ``HANDLER_KIT_REPLICA`` does not. Under
+    ``handler-kit serve`` the pid is the server's (its workers share the name; each record
+    also has its worker's ``pid``); elsewhere, the process's own."""
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 # worst first: an answer's status is the worst of its handlers'
@@ -418,6 +431,8 @@ def records(capture: Capture, app: str, policy: RecordPolicy) -> list[dict[str, 
         "time": iso_time(capture.end_ns),
         "ts": capture.end_ns / 1e9,
         "app": app,
+        "app_version": policy.app_version,
+        "replica": policy.replica,
         "transport": capture.transport,
         "pid": capture.pid,
         "principal": capture.principal,
@@ -549,12 +564,23 @@ class JsonLinesSink:
     Files are opened ``O_APPEND`` and each batch goes down in one ``write``: several worker
     processes can share one file without interleaving lines. On stdout/stderr each line is one
     ``write`` (atomic on a pipe up to 4 KiB, the usual container log case).
+
+    ``durable=True`` (the durable audit mode) syncs the file to disk after each batch, so
+    ``write`` returns once the batch is on disk. A written batch is in the kernel already,
+    which is enough to survive a ``kill -9`` of the server; the fsync is for a machine crash.
+    stdout and stderr cannot be made durable (what reads them decides): refused.
     """
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, *, durable: bool = False) -> None:
         self.target = target
         self.fd: int | None = None
         self.per_line = target in ("stdout", "stderr")
+        if durable and self.per_line:
+            raise ValueError(
+                f"audit sink {target!r} cannot be durable (whatever reads it decides when its "
+                "records are kept): use jsonl:PATH or sqlite:PATH with HANDLER_KIT_AUDIT_DURABLE"
+            )
+        self.durable = durable
 
     def open(self) -> None:
         if self.target == "stdout":
@@ -563,6 +589,13 @@ class JsonLinesSink:
             self.fd = sys.stderr.fileno()
         else:
             self.fd = os.open(self.target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            if self.durable:
+                # a new file is on disk once its directory entry is
+                folder = os.open(os.path.dirname(os.path.abspath(self.target)), os.O_RDONLY)
+                try:
+                    os.fsync(folder)
+                finally:
+                    os.close(folder)
 
     def write(self, records: Sequence[tuple[dict[str, Any], str]]) -> None:
         if self.fd is None:
@@ -573,6 +606,8 @@ class JsonLinesSink:
                 write_all(self.fd, (line + "\n").encode())
         else:
             write_all(self.fd, "".join(line + "\n" for _, line in records).encode())
+            if self.durable:
+                _datasync(self.fd)
 
     def close(self) -> None:
         if self.fd is not None and not self.per_line:
@@ -580,6 +615,10 @@ class JsonLinesSink:
                 os.fsync(self.fd)
             os.close(self.fd)
         self.fd = None
+
+
+# The lines and the file's new size, not its times (macOS has no fdatasync: fsync there).
+_datasync = getattr(os, "fdatasync", os.fsync)
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -590,12 +629,16 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def parse_sinks(specs: Iterable[str], *, command: bool = False) -> list[AuditSink]:
+def parse_sinks(
+    specs: Iterable[str], *, command: bool = False, durable: bool = False
+) -> list[AuditSink]:
     """Sinks from ``HANDLER_KIT_AUDIT`` items: ``stdout``, ``stderr``, ``jsonl:PATH``,
-    ``sqlite:PATH``. Checked now (a bad spec or a missing directory fails at start-up, before
+    ``sqlite:PATH``, ``postgresql://...`` (or ``postgres://...``). Checked now (a bad spec, a
+    missing directory or a missing database driver fails at start-up, before
     any worker starts); nothing is opened until the first record.
 
-    A command hook's stdout is its answer, so there ``stdout`` is refused.
+    A command hook's stdout is its answer, so there ``stdout`` is refused. ``durable``: each
+    batch is committed to disk before ``write`` returns; ``stdout`` and ``stderr`` are refused.
     """
     sinks: list[AuditSink] = []
     for raw in specs:
@@ -603,25 +646,42 @@ def parse_sinks(specs: Iterable[str], *, command: bool = False) -> list[AuditSin
         if not spec:
             continue
         kind, _, path = spec.partition(":")
-        if spec in ("stdout", "stderr"):
+        if kind in ("postgresql", "postgres"):
+            from handler_kit.ops.audit.postgres import (
+                PostgresSink,
+                check_url,
+                redact_url,
+                require_driver,
+            )
+
+            if not spec.startswith(f"{kind}://"):
+                raise ValueError(f"audit sink {redact_url(spec)!r}: use postgresql://...")
+            require_driver(spec)
+            check_url(spec)  # at start-up, not in each failed write
+            sinks.append(PostgresSink(spec, durable=durable))
+        elif spec in ("stdout", "stderr"):
             if command and spec == "stdout":
                 raise ValueError(
                     "HANDLER_KIT_AUDIT=stdout cannot be used by a command hook (stdout is its "
                     "answer): use jsonl:PATH or sqlite:PATH"
                 )
-            sinks.append(JsonLinesSink(spec))
+            sinks.append(JsonLinesSink(spec, durable=durable))
         elif kind in ("jsonl", "sqlite") and path:
             folder = os.path.dirname(os.path.abspath(path))
             if not os.path.isdir(folder):
                 raise ValueError(f"audit sink {spec!r}: directory {folder} does not exist")
             if kind == "jsonl":
-                sinks.append(JsonLinesSink(path))
+                sinks.append(JsonLinesSink(path, durable=durable))
             else:
                 from handler_kit.ops.audit.sqlite import SQLiteSink
 
-                sinks.append(SQLiteSink(path))
+                sinks.append(SQLiteSink(path, durable=durable))
         else:
+            # not repeated: a mistyped database URL (Postgres://, postgresq://) holds a password
+            secret = "@" in spec or "://" in spec or "password" in spec.lower()
+            shown = f"{kind}:..." if secret else repr(spec)
             raise ValueError(
-                f"unknown audit sink {spec!r}: use stdout, stderr, jsonl:PATH or sqlite:PATH"
+                f"unknown audit sink {shown}: use stdout, stderr, jsonl:PATH, sqlite:PATH "
+                "or postgresql://..."
             )
     return sinks

@@ -24,6 +24,18 @@ a whole switch interval at a stretch). So:
 writer process, so a graceful shutdown loses nothing. Sink objects given in code are written by
 the writer thread itself (``process=False`` does that for every sink); a command hook writes
 synchronously (``synchronous=True``): one process per call has no time for either.
+
+**Durable mode** (``durable=True``): an answer is sent only once its records are committed.
+:meth:`AuditTrail.submit` then returns an acknowledgement the answer path awaits
+(:meth:`AuditTrail.committed`), at most for what is left of the handler's deadline. The writer
+thread builds and writes the records itself (no writer process: the acknowledgement must come
+after the commit) and commits as a database does a group commit: every answer that arrived
+while a commit was in progress goes into the next one, one ``write`` (one transaction, one
+fsync) per group, however many answers it holds. A commit that fails, or that does not come by
+the deadline, fails its answer. The sinks are down (:attr:`AuditTrail.sink_down`, what
+``/readyz`` reports) from a failed commit until a commit, or a probe of the sinks
+(``write([])``), succeeds again, and while a commit has been in progress longer than
+``stall_after`` seconds (the shortest handler deadline: past it, answers fail).
 """
 
 from __future__ import annotations
@@ -44,7 +56,7 @@ from pydantic_core import PydanticSerializationError
 
 from handler_kit.config import AuditSink
 from handler_kit.core.outputs import SAFE_DECISIONS
-from handler_kit.core.vocabulary import Status, fail_closed_notice
+from handler_kit.core.vocabulary import Status, fail_closed_notice, one_line
 from handler_kit.ops.audit.records import (
     DEFAULT_MAX_CHARS,
     ID_FIELDS,
@@ -73,10 +85,17 @@ from handler_kit.ops.audit.records import (
 )
 
 if TYPE_CHECKING:
+    import asyncio
+    from typing import TypeAlias
+
     from handler_kit.core.events import HookEvent
     from handler_kit.core.vocabulary import Answer, Invocation
     from handler_kit.ops.audit.process import AuditProcess
 
+    # What :meth:`AuditTrail.submit` returns in durable mode: a future the writer thread
+    # resolves (True once committed), or the outcome itself when it is known at once (a
+    # command hook's synchronous write, a closed trail, a full queue).
+    Ack: TypeAlias = asyncio.Future[bool] | bool
 __all__ = [
     "DEFAULT_MAX_CHARS",
     "ID_FIELDS",
@@ -112,6 +131,9 @@ BATCH_SIZE = 64  # answers per send: each send (a write to a pipe) lets the even
 # Seconds between two warnings about dropped records: a stalled sink drops every answer, and a
 # line per answer would bury the log (and cost the event loop a write each).
 DROP_LOG_INTERVAL = 10.0
+# Durable mode: seconds between two probes of sinks that are down, so a server with no traffic
+# (a load balancer stops sending it any while it is not ready) finds them back up.
+PROBE_INTERVAL = 0.5
 
 
 # -- keys ---------------------------------------------------------------------------------
@@ -271,7 +293,33 @@ def build_records(item: Observed, app: str, policy: RecordPolicy) -> list[dict[s
 # -- the trail ----------------------------------------------------------------------------
 
 
+def _acknowledge(group: list[_Pending], ok: bool) -> None:
+    """Resolve the futures of ``group`` on their event loops (from the writer thread)."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[bool]]] = {}
+    for pending in group:
+        by_loop.setdefault(pending.loop, []).append(pending.future)
+    for loop, futures in by_loop.items():
+        with contextlib.suppress(RuntimeError):  # its loop is closed: nobody waits there
+            loop.call_soon_threadsafe(_settle, futures, ok)
+
+
 _STOP = object()
+
+
+@dataclass(slots=True)
+class _Pending:
+    """Durable mode: an answer waiting for its commit, and how to tell its answer path."""
+
+    item: Observed
+    future: asyncio.Future[bool]
+    loop: asyncio.AbstractEventLoop
+
+
+def _settle(futures: list[asyncio.Future[bool]], ok: bool) -> None:
+    """On the event loop: tell each waiting answer path how its commit went."""
+    for future in futures:
+        if not future.done():  # a path that stopped waiting (deadline, disconnect) cancelled it
+            future.set_result(ok)
 
 
 class AuditTrail:
@@ -293,6 +341,14 @@ class AuditTrail:
     ``specs`` (``HANDLER_KIT_AUDIT`` items) are written by a writer process unless
     ``process=False``; ``sinks`` (objects) by the writer thread; ``synchronous=True`` writes
     everything in ``submit`` itself (command hooks).
+
+    ``durable=True``: see the module docstring. ``submit`` returns an acknowledgement for
+    :meth:`committed`; the writer thread writes every sink (``process`` is ignored), stdout
+    and stderr sinks are refused, and a full queue fails the answer instead of dropping its
+    records. ``commits`` counts the commits and ``committed_answers`` the answers they held
+    (:attr:`answers_per_commit`, their ratio, is the group commit's batching),
+    ``last_commit`` the answers of the last one; ``on_commit`` is called with that number
+    after each commit (the metric).
     """
 
     def __init__(
@@ -308,16 +364,20 @@ class AuditTrail:
         synchronous: bool = False,
         interval: float = 0.01,
         on_drop: Callable[[], None] | None = None,
+        durable: bool = False,
+        on_commit: Callable[[int], None] | None = None,
+        stall_after: float = 1.0,
     ) -> None:
         if on_full not in ("block", "drop"):
             raise ValueError("on_full is 'block' or 'drop'")
         self.app = app
         self.policy = policy
-        use_process = process and not synchronous and bool(specs)
+        self.durable = durable
+        use_process = process and not synchronous and not durable and bool(specs)
         self.specs = list(specs) if use_process else []
         # Checked now, whoever writes them (a bad spec fails at start-up); opened on the first
         # record.
-        parsed = parse_sinks(specs, command=synchronous)
+        parsed = parse_sinks(specs, command=synchronous, durable=durable)
         self.sinks: list[AuditSink] = list(sinks) if use_process else [*parsed, *sinks]
         self.on_full = on_full
         self.synchronous = synchronous
@@ -327,6 +387,19 @@ class AuditTrail:
         self.written = 0
         self.dropped = 0
         self.failed = 0
+        self.on_commit = on_commit
+        self.commits = 0
+        self.committed_answers = 0
+        self.last_commit = 0
+        self.unrecorded = 0
+        self.stall_after = stall_after
+        # why the last commit failed, None once one succeeded
+        self._failure: str | None = None
+        # when the commit (or probe) in progress began, None between commits
+        self._commit_started: float | None = None
+        self._unrecorded_logged = 0
+        self._next_unrecorded_log = 0.0
+        self._next_failure_log = 0.0
         self._dropped_logged = 0
         self._next_drop_log = 0.0
         # answers the writer thread has taken off the queue, and that count when a wait for
@@ -343,22 +416,119 @@ class AuditTrail:
         self._closed = False
 
     # hot path
-    def submit(self, item: Observed) -> None:
+    def submit(self, item: Observed) -> Ack | None:
+        """Queue ``item``'s records. In durable mode, the acknowledgement to hand to
+        :meth:`committed`; otherwise None (nothing waits)."""
         if self._closed:
             self._drop("the audit trail is closed")
-            return
+            return False if self.durable else None
         if self.synchronous:
             with self._lock:
-                self._write_local([capture(item)])
-            return
+                try:
+                    lines = serialize(records(capture(item), self.app, self.policy))
+                except Exception:
+                    self.failed += 1
+                    logger.exception("could not build an audit record")
+                    return False if self.durable else None
+                ok = self._write_local(lines)
+            if ok:
+                self._committed(1)
+            return ok if self.durable else None
         if self._thread is None:
             self._start()
+        if self.durable:
+            return self._enqueue(item)
         if len(self._items) >= self.queue_size and not (
             self.on_full == "block" and self._wait_for_room(item)
         ):
             self._drop(f"the audit queue is full ({self.queue_size} answers waiting for the sinks)")
-            return
+            return None
         self._items.append(item)
+        return None
+
+    def _enqueue(self, item: Observed) -> Ack:
+        """Durable mode: queue ``item`` with a future its answer path awaits, and wake the
+        writer (a commit waited for cannot wait for a timer too)."""
+        import asyncio
+
+        if len(self._items) >= self.queue_size:
+            self._drop(f"the audit queue is full ({self.queue_size} answers waiting for a commit)")
+            return False
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[bool] = loop.create_future()
+        self._items.append(_Pending(item, future, loop))
+        self._wake.set()
+        return future
+
+    async def committed(self, ack: Ack, budget: float) -> bool:
+        """Durable mode, on the answer path: True once the answer's records are committed;
+        False when the commit failed, or did not come within ``budget`` seconds (what is left
+        of the handler's deadline)."""
+        if isinstance(ack, bool):
+            return ack
+        if not ack.done():
+            import asyncio
+
+            try:
+                async with asyncio.timeout(max(budget, 0.0)):
+                    return await ack
+            except TimeoutError:
+                # a sink that stalls shows in sink_down; one late answer (its handler used up
+                # the deadline) says nothing of the sink
+                return False
+        return ack.result()
+
+    def unrecorded_answer(self, handlers: Sequence[str], why: str) -> None:
+        """Count (and log, at most every :data:`DROP_LOG_INTERVAL` seconds) an answer that
+        was not sent because its records were not committed: its failure policy answered."""
+        self.unrecorded += 1
+        now = time.monotonic()
+        if now >= self._next_unrecorded_log:
+            self._next_unrecorded_log = now + DROP_LOG_INTERVAL
+            logger.error(
+                "durable audit: an answer of %s was not sent, its failure policy answered "
+                "instead (%s): answers so replaced: %d since the last such message, %d in "
+                "all (this message comes at most every %g s)",
+                ", ".join(handlers) or "no handler",
+                why,
+                self.unrecorded - self._unrecorded_logged,
+                self.unrecorded,
+                DROP_LOG_INTERVAL,
+            )
+            self._unrecorded_logged = self.unrecorded
+
+    @property
+    def sink_down(self) -> str | None:
+        """Durable mode: why the sinks are down (the last commit failed, or the one in
+        progress has stalled), or None while they commit."""
+        if self._failure is not None:
+            return self._failure
+        started = self._commit_started
+        if started is not None and time.monotonic() - started > self.stall_after:
+            return f"a commit has been in progress for more than {self.stall_after:g} s"
+        return None
+
+    def _mark_down(self, why: str) -> None:
+        if self._failure is None:
+            logger.error("durable audit: the audit sinks are down (%s): not ready", why)
+        self._failure = why
+
+    def _mark_up(self) -> None:
+        if self._failure is not None:
+            self._failure = None
+            logger.warning("durable audit: the audit sinks commit again: ready")
+
+    def _committed(self, answers: int) -> None:
+        """A commit of ``answers`` answers succeeded: counted, and the sinks are up."""
+        self.commits += 1
+        self.committed_answers += answers
+        self.last_commit = answers
+        self._mark_up()
+        if self.on_commit is not None:
+            try:
+                self.on_commit(answers)
+            except Exception:
+                logger.exception("the audit commit callback failed")
 
     def _wait_for_room(self, item: Observed) -> bool:
         """``on_full="block"``: wait until the queue has room, at most what is left of the
@@ -405,6 +575,9 @@ class AuditTrail:
             atexit.register(self.close)
 
     def _run(self) -> None:
+        if self.durable:
+            self._run_durable()
+            return
         items = self._items
         stop = False
         while not stop:
@@ -447,7 +620,80 @@ class AuditTrail:
         if self.specs:
             self._send(batch)
         if self.sinks:
-            self._write_local(batch)
+            lines: list[tuple[dict[str, Any], str]] = []
+            for item in batch:
+                try:
+                    lines.extend(serialize(records(item, self.app, self.policy)))
+                except Exception:
+                    self.failed += 1
+                    logger.exception("could not build an audit record")
+            if lines:
+                self._write_local(lines)
+
+    def _run_durable(self) -> None:
+        """The writer thread in durable mode: group commit, then acknowledgements."""
+        items = self._items
+        stop = False
+        while not stop:
+            self._wake.wait(None if self._failure is None else PROBE_INTERVAL)
+            self._wake.clear()
+            if not items and self._failure is not None:
+                self._probe()
+            while items:
+                # the group: whatever arrived while the last commit was in progress
+                group: list[_Pending] = []
+                markers: list[threading.Event] = []
+                for _ in range(min(len(items), self.queue_size)):
+                    entry = items.popleft()
+                    self._taken += 1
+                    if entry is _STOP:
+                        stop = True
+                    elif isinstance(entry, threading.Event):
+                        markers.append(entry)
+                    else:
+                        group.append(entry)
+                if group:
+                    self._commit(group)
+                for marker in markers:
+                    marker.set()
+        self._close_sinks()
+
+    def _commit(self, group: list[_Pending]) -> None:
+        """Build the group's records, write them to every sink as one batch, then tell each
+        answer path how it went (one wake-up per event loop, not one per answer)."""
+        lines: list[tuple[dict[str, Any], str]] = []
+        built: list[_Pending] = []
+        unbuilt: list[_Pending] = []
+        for pending in group:
+            try:
+                lines.extend(serialize(records(capture(pending.item), self.app, self.policy)))
+            except Exception:
+                self.failed += 1
+                logger.exception("could not build an audit record")
+                unbuilt.append(pending)
+            else:
+                built.append(pending)
+        ok = bool(lines) and self._write_local(lines)
+        if ok:
+            self._committed(len(built))
+        _acknowledge(unbuilt, False)
+        _acknowledge(built, ok)
+
+    def _probe(self) -> None:
+        """Sinks that are down: try an empty commit on each; all succeed, they are up."""
+        if not self._opened:
+            self._open_sinks()
+        self._commit_started = time.monotonic()
+        try:
+            for sink in self.sinks:
+                try:
+                    sink.write([])
+                except Exception as exc:
+                    self._mark_down(f"{sink!r}: {one_line(exc)}")
+                    return
+        finally:
+            self._commit_started = None
+        self._mark_up()
 
     def _send(self, batch: list[Capture]) -> None:
         """Hand the batch to the writer process; on its failure, take its sinks over."""
@@ -473,25 +719,38 @@ class AuditTrail:
                         logger.exception("audit sink %r could not be opened", sink)
             self.sinks = [*taken_over, *self.sinks]  # _write() writes the batch to them
 
-    def _write_local(self, batch: Sequence[Capture]) -> None:
+    def _write_local(self, lines: list[tuple[dict[str, Any], str]]) -> bool:
+        """Write ``lines`` to every sink; True when every sink took them (committed them, in
+        durable mode). A failure is logged, in durable mode at most every
+        :data:`DROP_LOG_INTERVAL` seconds (a sink that is down fails every commit), and
+        marks the sinks down."""
         if not self._opened:
             self._open_sinks()
-        lines: list[tuple[dict[str, Any], str]] = []
-        for item in batch:
-            try:
-                lines.extend(serialize(records(item, self.app, self.policy)))
-            except Exception:
-                self.failed += 1
-                logger.exception("could not build an audit record")
-        if not lines:
-            return
+        ok = True
+        self._commit_started = time.monotonic()
         for sink in self.sinks:
             try:
                 sink.write(lines)
-            except Exception:
+            except Exception as exc:
+                ok = False
                 self.failed += len(lines)
-                logger.exception("audit sink %r failed to write %d records", sink, len(lines))
+                if not self.durable:
+                    logger.exception("audit sink %r failed to write %d records", sink, len(lines))
+                    continue
+                self._mark_down(f"{sink!r}: {one_line(exc)}")
+                now = time.monotonic()
+                if now >= self._next_failure_log:
+                    self._next_failure_log = now + DROP_LOG_INTERVAL
+                    logger.exception(
+                        "audit sink %r failed to commit %d records (this message comes at "
+                        "most every %g s)",
+                        sink,
+                        len(lines),
+                        DROP_LOG_INTERVAL,
+                    )
+        self._commit_started = None
         self.written += len(lines)
+        return ok
 
     def _open_sinks(self) -> None:
         self._opened = True
@@ -509,6 +768,11 @@ class AuditTrail:
                 sink.close()
             except Exception:
                 logger.exception("audit sink %r failed to close", sink)
+
+    @property
+    def answers_per_commit(self) -> float:
+        """Durable mode: answers per commit so far (the group commit's batching)."""
+        return self.committed_answers / self.commits if self.commits else 0.0
 
     def flush(self, timeout: float | None = 10.0) -> bool:
         """Wait until everything submitted so far is written; False if ``timeout`` passed."""

@@ -114,6 +114,11 @@ class McpMount:
         for, in the stateless JSON mode, and not turned off by an SDK it cannot mirror."""
         return self._fast is not None and self._fast.enabled
 
+    @property
+    def running(self) -> bool:
+        """Whether :meth:`lifespan` has been entered: requests can be served."""
+        return self._manager is not None
+
     # -- SDK handlers --
 
     async def _on_list_tools(

@@ -26,6 +26,7 @@ from handler_kit.core.vocabulary import Answer, Handler
 __all__ = [
     "FAILED_MESSAGE",
     "TIMED_OUT_MESSAGE",
+    "UNRECORDED_MESSAGE",
     "ToolOutcome",
     "ToolSpec",
     "build_tools",
@@ -42,6 +43,9 @@ logger = logging.getLogger("handler_kit.mcp")
 # model reads isError text. The detail is in the server log (HookApp logs it with a traceback).
 FAILED_MESSAGE = "The handler {name!r} failed; see the server log."
 TIMED_OUT_MESSAGE = "The handler {name!r} did not answer in time."
+UNRECORDED_MESSAGE = (
+    "The answer of {name!r} could not be recorded in the audit trail in time; retry later."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,7 +217,12 @@ async def run_tool(
 def outcome_of(handler: Handler, answer: Answer) -> ToolOutcome:
     """The tool result for ``answer``: its exact body, or a generic error when it failed."""
     if answer.failed:
-        template = TIMED_OUT_MESSAGE if answer.timed_out else FAILED_MESSAGE
+        if answer.unrecorded:
+            template = UNRECORDED_MESSAGE
+        elif answer.timed_out:
+            template = TIMED_OUT_MESSAGE
+        else:
+            template = FAILED_MESSAGE
         return ToolOutcome(template.format(name=handler.name), is_error=True)
     return ToolOutcome(answer.body.decode())
 

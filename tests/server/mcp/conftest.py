@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from example_servers import refund_gate
-from handler_kit import HookApp, PostToolUse, PreToolUse, Stop, block, deny
+from handler_kit import HookApp, HookEvent, PostToolUse, PreToolUse, Stop, block, deny
 from handler_kit.config import ServerConfig
+from handler_kit.core.names import EVENT_NAMES
 from handler_kit.testing import RunningServer, running_server
 from tests.server.mcp.support import TOKEN, PathCounter
 
@@ -69,4 +70,22 @@ def failing_app() -> HookApp:
 @pytest.fixture(scope="module")
 def failing() -> Iterator[RunningServer]:
     with running_server(failing_app(), tokens=[TOKEN]) as server:
+        yield server
+
+
+def every_event_app() -> HookApp:
+    """One handler per hook event, each listed as a tool with its event's schema."""
+    hooks = HookApp("every-event")
+    for event in EVENT_NAMES:
+        hooks.on(event, name=f"on_{event}")(_no_opinion)
+    return hooks
+
+
+def _no_opinion(event: HookEvent) -> None:
+    """Has no opinion."""
+
+
+@pytest.fixture(scope="module")
+def every_event() -> Iterator[RunningServer]:
+    with running_server(every_event_app(), tokens=[TOKEN]) as server:
         yield server

@@ -287,7 +287,7 @@ def test_other_modes_work(mode: str, stateless: bool, json_response: bool) -> No
 
 def test_docs_client_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     """The MCP page's client example, pointed at a real server, prints the deny."""
-    (code,) = blocks(section("mcp", "mcp.md"), "python")
+    code = blocks(section("mcp", "mcp.md"), "python")[0]
     with running_server(refund_gate.app, tokens=[TOKEN]) as server:
         code = code.replace("<token>", TOKEN).replace("http://127.0.0.1:8000", server.url)
         exec(compile(code, "docs/mcp.md", "exec"), {"__name__": "docs_mcp"})

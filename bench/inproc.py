@@ -1,0 +1,353 @@
+"""Deterministic cost of one webhook request: N requests through the real ASGI app in-process.
+
+``python -m bench.inproc handler_kit 20000`` builds the app the way ``handler-kit serve``
+does (``app_from_env`` with ``HANDLER_KIT_APP`` and ``HANDLER_KIT_TOKENS``), runs its lifespan,
+then sends N ``POST /hooks/refund_gate`` requests straight to the ASGI callable with a scope,
+``receive`` and ``send`` shaped like uvicorn's (no sockets, no HTTP parser); ``baseline`` does
+the same for ``bench/servers/baseline.py``. Nothing else runs in the process, so the work done
+per request is the same on every run, whatever the machine's load: that is what to compare
+while optimising (req/s on a shared box moves by 2x between minutes).
+
+Two ways to read it:
+
+* ``--profile``: cProfile of the N requests (call counts are exact, times are indicative);
+* under ``valgrind --tool=callgrind``: instructions. Run it twice, with N and with 0 requests,
+  and divide the difference by N (``bench/README.md`` has the commands); this is what
+  ``--instructions`` automates.
+
+``--audit SINK`` turns the audit trail on (``jsonl``, ``sqlite``, ``durable``) so the cost of
+recording an answer is counted too (the writer thread is in-process and counted with it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from typing import Any
+
+from bench.payload import EVENT_BODY, TOKEN
+
+APP = "example_servers.refund_gate:app"
+PATH = "/hooks/refund_gate"
+
+
+def _scope() -> dict[str, Any]:
+    headers = [
+        (b"host", b"127.0.0.1:8000"),
+        (b"authorization", f"Bearer {TOKEN}".encode()),
+        (b"content-type", b"application/json"),
+        (b"x-runbear-hook-event", b"PreToolUse"),
+        (b"content-length", str(len(EVENT_BODY)).encode()),
+    ]
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.4"},
+        "http_version": "1.1",
+        "server": ("127.0.0.1", 8000),
+        "client": ("127.0.0.1", 50000),
+        "scheme": "http",
+        "method": "POST",
+        "root_path": "",
+        "path": PATH,
+        "raw_path": PATH.encode(),
+        "query_string": b"",
+        "headers": headers,
+        "state": {},
+    }
+
+
+def _build(side: str, audit: str | None, folder: str) -> Any:
+    if side == "baseline":
+        from bench.servers.baseline import app
+
+        return app
+    os.environ["HANDLER_KIT_APP"] = APP
+    os.environ["HANDLER_KIT_TOKENS"] = TOKEN
+    if audit is not None:
+        if audit == "durable":
+            os.environ["HANDLER_KIT_AUDIT"] = f"sqlite:{folder}/audit.db"
+            os.environ["HANDLER_KIT_AUDIT_DURABLE"] = "1"
+        elif audit == "sqlite":
+            os.environ["HANDLER_KIT_AUDIT"] = f"sqlite:{folder}/audit.db"
+        else:
+            os.environ["HANDLER_KIT_AUDIT"] = f"jsonl:{folder}/audit.jsonl"
+    from handler_kit.server.app import app_from_env
+
+    return app_from_env()
+
+
+async def _drive(app: Any, requests: int, warmup: int) -> list[bytes]:
+    body_message = {"type": "http.request", "body": EVENT_BODY, "more_body": False}
+    sent: list[bytes] = []
+
+    async def receive() -> dict[str, Any]:
+        return body_message
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body":
+            sent.append(message["body"])
+
+    for _ in range(warmup):
+        await app(_scope(), receive, send)
+    del sent[:]
+    # markers for callgrind (--zero-before=getppid --dump-before=getpgrp): the measured part
+    os.getppid()
+    for _ in range(requests):
+        # a new scope per request, as uvicorn makes one
+        await app(_scope(), receive, send)
+    os.getpgrp()
+    return sent
+
+
+async def _timed(app: Any, requests: int, warmup: int) -> list[bytes]:
+    import time
+
+    best = float("inf")
+    sent: list[bytes] = []
+    for _ in range(7):
+        began = time.perf_counter()
+        sent = await _drive(app, requests, warmup)
+        best = min(best, time.perf_counter() - began)
+    print(f"best of 7: {best / requests * 1e6:.2f} us per request")
+    return sent
+
+
+async def _run(
+    app: Any,
+    side: str,
+    requests: int,
+    warmup: int,
+    profile: bool,
+    timed: bool = False,
+    protocol: bool = False,
+) -> list[bytes]:
+    lifespan = getattr(app, "lifespan", None)
+    if protocol:
+        if side == "baseline" or lifespan is None:
+            return await _drive_protocol(side, app, requests, warmup)
+        async with lifespan():
+            return await _drive_protocol(side, app, requests, warmup)
+    if side == "baseline" or lifespan is None:
+        if timed:
+            return await _timed(app, requests, warmup)
+        return await _drive(app, requests, warmup)
+    async with lifespan():
+        if timed:
+            return await _timed(app, requests, warmup)
+        if not profile:
+            return await _drive(app, requests, warmup)
+        import cProfile
+        import pstats
+
+        profiler = cProfile.Profile()
+        await _drive(app, 0, warmup)
+        profiler.enable()
+        sent = await _drive(app, requests, 0)
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(40)
+        return sent
+
+
+def run(
+    side: str,
+    requests: int,
+    *,
+    warmup: int,
+    audit: str | None,
+    profile: bool,
+    timed: bool = False,
+    protocol: bool = False,
+) -> None:
+    gc.collect()
+    with tempfile.TemporaryDirectory() as folder:
+        app = _build(side, audit, folder)
+        try:
+            import uvloop
+
+            runner = uvloop.run
+        except ImportError:
+            runner = asyncio.run
+        sent = runner(_run(app, side, requests, warmup, profile, timed, protocol))
+    if requests and (len(sent) != requests or b"deny" not in sent[-1]):
+        raise SystemExit(f"{side}: unexpected answers: {len(sent)} {sent[-1:]!r}")
+
+
+class _Transport:
+    """The socket's side of a connection, in memory: what the protocol writes is counted."""
+
+    def __init__(self, done: Any) -> None:
+        self.done = done
+        self.closing = False
+        self.responses = 0
+
+    def write(self, data: bytes) -> None:
+        if b"deny" in data or data.startswith(b"HTTP/1.1 4") or data.startswith(b"HTTP/1.1 5"):
+            self.responses += 1
+            self.done()
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return {"peername": ("127.0.0.1", 50000), "sockname": ("127.0.0.1", 8000)}.get(
+            name, default
+        )
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+    def close(self) -> None:
+        self.closing = True
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+    def set_protocol(self, protocol: Any) -> None:
+        pass
+
+
+def _request_bytes() -> bytes:
+    head = (
+        f"POST {PATH} HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nAuthorization: Bearer {TOKEN}\r\n"
+        "Content-Type: application/json\r\nX-Runbear-Hook-Event: PreToolUse\r\n"
+        f"Content-Length: {len(EVENT_BODY)}\r\n\r\n"
+    )
+    return head.encode() + EVENT_BODY
+
+
+async def _drive_protocol(side: str, app: Any, requests: int, warmup: int) -> list[bytes]:
+    """Requests as bytes into uvicorn's protocol (the one each server runs: the stock one for
+    the baseline, handler-kit's subclass with ``handler-kit serve``'s options), one
+    keep-alive connection, one request at a time: HTTP parsing, the ASGI cycle, the app."""
+    import uvicorn
+
+    loop = asyncio.get_running_loop()
+    if side == "baseline":
+        config = uvicorn.Config(app, http="httptools", access_log=False, lifespan="off")
+    else:
+        from handler_kit.config import ServeConfig
+        from handler_kit.server._protocols import protocol_class
+
+        serve = ServeConfig.from_env()
+        config = uvicorn.Config(
+            app,
+            access_log=False,
+            lifespan="off",
+            proxy_headers=False,
+            server_header=False,
+            limit_concurrency=serve.max_connections,
+            timeout_keep_alive=serve.keep_alive_timeout,
+            http=protocol_class(
+                keep_alive=serve.keep_alive_timeout,
+                head_timeout=serve.header_timeout,
+                max_head_bytes=serve.max_header_bytes,
+            ),
+        )
+    config.load()
+    from uvicorn.server import ServerState
+
+    waiter: asyncio.Future[None] | None = None
+
+    def done() -> None:
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    transport = _Transport(done)
+    protocol = config.http_protocol_class(  # type: ignore[call-arg]
+        config=config, server_state=ServerState(), app_state={}, _loop=loop
+    )
+    protocol.connection_made(transport)
+    data = _request_bytes()
+
+    async def one() -> None:
+        nonlocal waiter
+        waiter = loop.create_future()
+        protocol.data_received(data)
+        await waiter
+        # the cycle's end (on_response_complete) runs after the last write
+        await asyncio.sleep(0)
+
+    for _ in range(warmup):
+        await one()
+    os.getppid()
+    for _ in range(requests):
+        await one()
+    os.getpgrp()
+    return [b"deny"] * requests
+
+
+def instructions(
+    side: str, requests: int, audit: str | None, warmup: int, protocol: bool = False
+) -> float:
+    """Instructions per request under callgrind, counted between the two markers only."""
+    with tempfile.TemporaryDirectory() as out:
+        command = [
+            "valgrind",
+            "--tool=callgrind",
+            f"--callgrind-out-file={out}/cg.out",
+            "--zero-before=getppid",
+            "--dump-before=getpgrp",
+            sys.executable,
+            "-m",
+            "bench.inproc",
+            side,
+            str(requests),
+            f"--warmup={warmup}",
+        ]
+        if audit:
+            command.append(f"--audit={audit}")
+        if protocol:
+            command.append("--protocol")
+        env = {**os.environ, "PYTHONHASHSEED": "0"}
+        done = subprocess.run(command, capture_output=True, text=True, env=env)
+        if done.returncode:
+            raise SystemExit(done.stderr[-3000:])
+        dumps = sorted(name for name in os.listdir(out) if name != "cg.out")
+        with open(os.path.join(out, dumps[0])) as part:
+            match = re.search(r"^summary: (\d+)", part.read(), re.MULTILINE)
+        if match is None:
+            raise SystemExit(f"no summary in {dumps}")
+        return int(match.group(1)) / requests
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.inproc")
+    parser.add_argument("side", choices=("handler_kit", "baseline"))
+    parser.add_argument("requests", type=int)
+    parser.add_argument("--warmup", type=int, default=200)
+    parser.add_argument("--audit", choices=("jsonl", "sqlite", "durable"))
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--instructions", action="store_true")
+    parser.add_argument(
+        "--time", action="store_true", help="best of 7 timed loops (indicative only)"
+    )
+    parser.add_argument(
+        "--protocol",
+        action="store_true",
+        help="send request bytes through uvicorn's HTTP protocol (as each server runs it)",
+    )
+    args = parser.parse_args(argv)
+    if args.instructions:
+        per = instructions(args.side, args.requests, args.audit, args.warmup, args.protocol)
+        where = "protocol+app" if args.protocol else "app"
+        print(f"{args.side} audit={args.audit} {where}: {per:,.0f} instructions per request")
+        return
+    run(
+        args.side,
+        args.requests,
+        warmup=args.warmup,
+        audit=args.audit,
+        profile=args.profile,
+        timed=args.time,
+        protocol=args.protocol,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,200 @@
+"""``handler-kit dev MODULE:ATTR``: the development loop.
+
+``serve`` with what a person at a terminal wants, and nothing a production server should have:
+
+- it listens on 127.0.0.1 only (``HANDLER_KIT_HOST`` is not read): a development server with
+  a token printed on the console is no server for the network;
+- a bearer token is generated at each start (unless ``HANDLER_KIT_TOKENS`` or JWT settings
+  are set: then those are used, and the printed curl shows a placeholder), and printed once
+  with a curl command that sends a sample event for the app's own handlers;
+- the inspector is on (``/_inspector``, the login takes that token);
+- one aligned line per decision on the console (``HANDLER_KIT_LOG_FORMAT=text`` unless set);
+- the app is reloaded when a ``.py`` file changes in its folder (its top-level package, or the
+  folder of a plain module): the new code answers the next call.
+
+Everything else is read as ``serve`` reads it (``HANDLER_KIT_*``, ``--env-file``), and the same
+checks run first: a syntax error shows its file, line and text; a missing extra its install line;
+a port in use says so, before anything is printed as serving.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import secrets
+from typing import TYPE_CHECKING, Any
+
+from handler_kit.cli.serve import (
+    _fail,
+    _usage_checked,
+    add_env_file_argument,
+    load_env_file,
+    start,
+)
+from handler_kit.config import ConfigError, ServeConfig, parse_port, setting_for
+
+if TYPE_CHECKING:
+    from handler_kit.core.app import HookApp
+
+HOST = "127.0.0.1"
+USER_TOKEN = "<your HANDLER_KIT_TOKENS token>"  # shown instead of a token the user set
+# the refund gate's event: what the curl sends when the app gates issue_refund
+REFUND_EVENT: dict[str, Any] = {
+    "session_id": "dev",
+    "hook_event_name": "PreToolUse",
+    "tool_name": "issue_refund",
+    "tool_input": {"order_id": "4821", "amount": 640},
+    "tool_use_id": "toolu_dev",
+}
+# a sample of each Runbear event, for an app that gates something else
+_SAMPLES: dict[str, dict[str, Any]] = {
+    "PreToolUse": {"tool_input": {}, "tool_use_id": "toolu_dev"},
+    "PostToolUse": {"tool_input": {}, "tool_response": {}, "tool_use_id": "toolu_dev"},
+    "UserPromptSubmit": {"prompt": "Can I get a refund for order 4821?"},
+    "SessionStart": {"source": "startup"},
+    "Stop": {"stop_hook_active": False},
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", metavar="MODULE:ATTR", help="the HookApp to run")
+    port = setting_for("serve", "port")
+    parser.add_argument(
+        "--port",
+        default=None,
+        type=_usage_checked(lambda v: parse_port("--port", v)),
+        help=f"{port.describe()}; dev listens on {HOST} only",
+    )
+    level = setting_for("serve", "log_level")
+    parser.add_argument(
+        "--log-level",
+        default=None,
+        choices=("critical", "error", "warning", "info", "debug", "trace"),
+        help=level.describe(),
+    )
+    add_env_file_argument(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        load_env_file(args.env_file)
+        base = ServeConfig.from_env()
+    except ConfigError as exc:
+        return _fail(str(exc), command="dev")
+    server = base.server
+    generated = None
+    if not (server.tokens or server.jwt or server.auth or server.insecure_no_auth):
+        generated = secrets.token_urlsafe(24)
+        server = dataclasses.replace(server, tokens=(generated,))
+    server = dataclasses.replace(server, inspector=True)
+    config = dataclasses.replace(
+        base,
+        app=args.target,
+        host=HOST,
+        port=args.port if args.port is not None else base.port,
+        # reloading restarts one process: uvicorn ignores workers with reload
+        workers=1,
+        log_level=args.log_level or base.log_level,
+        log_format=base.log_format or "text",
+        server=server,
+    )
+    return start(
+        config,
+        "dev",
+        reload=True,
+        banner=lambda hook_app: banner_lines(config, hook_app, generated),
+    )
+
+
+def banner_lines(config: ServeConfig, hook_app: HookApp, generated: str | None) -> list[str]:
+    """What dev prints once it knows it can serve: the token, a curl, what it watches."""
+    import shlex
+
+    from handler_kit.cli.serve import watched_folder
+
+    assert config.app is not None
+    tokens = setting_for("server", "tokens").env
+    event = sample_event(hook_app)
+    authorization: list[str] = []
+    if generated:
+        shown = f"{generated} (generated for this run; set {tokens} to choose your own)"
+        authorization = [f"    -H 'Authorization: Bearer {generated}' \\"]
+    elif config.server.insecure_no_auth:
+        shown = "none (serving without authentication)"
+    else:
+        # the user's own token, possibly a production one: not repeated on the console
+        shown = f"{USER_TOKEN} (from your settings)"
+        authorization = [f"    -H 'Authorization: Bearer {USER_TOKEN}' \\"]
+    body = shlex.quote(json.dumps(event, separators=(",", ":")))
+    url = f"http://{config.host}:{config.port}/hooks"
+    return [
+        "",
+        f"Bearer token: {shown}",
+        "",
+        "Try it:",
+        f"  curl -s {url} \\",
+        *authorization,
+        "    -H 'Content-Type: application/json' \\",
+        f"    -H 'X-Runbear-Hook-Event: {event['hook_event_name']}' \\",
+        f"    -d {body}",
+        "",
+        f"Reloading on changes to .py files in {watched_folder(config.app)}",
+        "",
+    ]
+
+
+def sample_event(hook_app: HookApp) -> dict[str, Any]:
+    """An event the app's handlers answer: the refund gate's when a PreToolUse handler takes
+    ``issue_refund``, else one of the first handler's event (with a tool its matcher
+    takes, when its matcher names one)."""
+    from handler_kit.core.events import RUNBEAR_EVENTS
+
+    handlers = [h for h in hook_app.handlers if h.event in RUNBEAR_EVENTS]
+    for handler in handlers:
+        if handler.event == "PreToolUse" and _takes(handler.matcher, "issue_refund"):
+            return dict(REFUND_EVENT)
+    if not handlers:
+        return dict(REFUND_EVENT)
+    first = handlers[0]
+    event: dict[str, Any] = {"session_id": "dev", "hook_event_name": first.event}
+    if first.event in ("PreToolUse", "PostToolUse"):
+        event["tool_name"] = _tool_for(first.matcher)
+    event.update(_SAMPLES.get(first.event, {}))
+    return event
+
+
+def _takes(matcher: str | None, tool: str) -> bool:
+    from handler_kit.core.matchers import MatcherError, compile_matcher
+
+    try:
+        return compile_matcher(matcher)(tool)
+    except MatcherError:
+        return False
+
+
+def _tool_for(matcher: str | None) -> str:
+    """A tool name ``matcher`` takes: its first alternative when that is a plain name."""
+    import re
+
+    for part in re.split(r"[|,]", matcher or ""):
+        name = part.strip().strip("^$").strip()
+        if re.fullmatch(r"[A-Za-z0-9_.-]+", name) and _takes(matcher, name):
+            return name
+    return "Bash"
+
+
+def app_factory() -> Any:
+    """uvicorn's factory in each process the reloader starts: the app, or, when a change
+    broke it, the loader's message (a syntax error with its line and caret) instead of a
+    traceback; the reloader then waits for the next change."""
+    import sys
+
+    from handler_kit.core.loader import LoadError
+    from handler_kit.server.app import app_from_env
+
+    try:
+        return app_from_env()
+    except LoadError as exc:
+        _fail(f"{exc}; waiting for a change", exc.detail, command="dev")
+        sys.exit(1)

@@ -1,0 +1,1 @@
+"""``make reliability``: the figures of docs/reliability.md, measured on this machine."""

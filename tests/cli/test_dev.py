@@ -1,0 +1,123 @@
+"""``handler-kit dev``: the development loop, as a real process on a user's project.
+
+One run goes through the whole loop: the generated token and the printed curl answer, the
+console shows one line per decision, the inspector is served, and an edit to the module is
+served on the next call without a restart; an edit that does not parse is one message with
+its line (the server waits), and the fix after it is served again.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+
+from tests.support.processes import HANDLER_KIT, Process, clean_env, free_port, process
+
+START_TIMEOUT = 60.0  # bounded, and generous: a loaded 2-core machine imports slowly
+RELOAD_TIMEOUT = 60.0
+
+# longer than the console shows: the line ends with its first 57 characters and "..."
+LONG_REASON = "Refunds over $500 need a human approver: ask in #refund-approvals with the order id."
+GATE = """\
+from handler_kit import HookApp, PreToolUse, deny
+
+app = HookApp("dev-gate")
+
+
+@app.pre_tool_use(matcher="issue_refund")
+def refund_gate(event: PreToolUse):
+    return deny({reason!r})
+"""
+
+
+def printed_curl(output: str) -> tuple[str, dict[str, str], str]:
+    """(url, headers, body) of the curl command dev printed, continuation lines joined."""
+    start = output.index("curl ")
+    lines = []
+    for line in output[start:].splitlines():
+        lines.append(line.strip().removesuffix("\\").strip())
+        if not line.rstrip().endswith("\\"):
+            break
+    words = shlex.split(" ".join(lines))
+    headers = dict(w.split(": ", 1) for i, w in enumerate(words) if i and words[i - 1] == "-H")
+    url = next(w for w in words if w.startswith("http"))
+    return url, headers, words[words.index("-d") + 1]
+
+
+def until(check: Callable[[], str | None], timeout: float, server: Process) -> str:
+    """Poll ``check`` until it returns a value (bounded; fails with the server's output)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert server.proc.poll() is None, server.output()
+        try:
+            found = check()
+        except httpx.TransportError:  # between two server processes of a reload
+            found = None
+        if found is not None:
+            return found
+        time.sleep(0.2)
+    raise AssertionError(f"not within {timeout} s:\n{server.output()}")
+
+
+def test_dev_serves_reloads_on_change_and_explains_a_broken_edit(tmp_path: Path) -> None:
+    module = tmp_path / "gate.py"
+    module.write_text(GATE.format(reason=LONG_REASON))
+    port = free_port()
+    # HANDLER_KIT_HOST is not read by dev: it listens on loopback only
+    env = clean_env(HANDLER_KIT_HOST="0.0.0.0")
+    argv = [str(HANDLER_KIT), "dev", "gate:app", "--port", str(port)]
+    with process(argv, env, cwd=tmp_path) as server:
+        server.wait_started(timeout=START_TIMEOUT)
+        output = server.output()
+        base = f"http://127.0.0.1:{port}"
+        assert f"dev-gate: {base}" in output
+        assert f"inspector: {base}/_inspector" in output
+        assert f"Reloading on changes to .py files in {tmp_path}" in output
+        token = re.search(r"Bearer token: (\S+) \(generated", output).group(1)
+        url, headers, body = printed_curl(output)
+        assert url == f"{base}/hooks" and headers["Authorization"] == f"Bearer {token}"
+
+        def reason() -> str | None:
+            response = httpx.post(url, content=body, headers=headers, timeout=10)
+            if response.status_code != 200:
+                return None
+            return response.json()["hookSpecificOutput"]["permissionDecisionReason"]
+
+        assert reason() == LONG_REASON
+        line = until(
+            lambda: next((x for x in server.output().splitlines() if "-> deny" in x), None),
+            10,
+            server,
+        )
+        shown = re.escape(f'"{LONG_REASON[:57]}..."')
+        assert re.fullmatch(
+            rf"PreToolUse +refund_gate +issue_refund +-> deny +\d+\.\d ms  {shown}", line
+        ), line
+        # the inspector is on: its page answers (a login page), it is not a 404
+        assert httpx.get(f"{base}/_inspector", timeout=10).status_code != 404
+
+        module.write_text(GATE.format(reason="version two"))
+        until(lambda: "ok" if reason() == "version two" else None, RELOAD_TIMEOUT, server)
+
+        # a broken edit: the message with file, line and text; the server waits for a fix
+        module.write_text(GATE.format(reason="version three").replace("three')", "three'"))
+        message = until(
+            lambda: next(
+                (x for x in server.output().splitlines() if "SyntaxError" in x),
+                None,
+            ),
+            RELOAD_TIMEOUT,
+            server,
+        )
+        assert message.startswith("handler-kit dev: importing 'gate' failed: ")
+        assert f"{module}, line 8: SyntaxError: " in message
+        assert message.endswith("return deny('version three'; waiting for a change")
+
+        module.write_text(GATE.format(reason="version three"))
+        until(lambda: "ok" if reason() == "version three" else None, RELOAD_TIMEOUT, server)
+        assert "Traceback" not in server.output()
