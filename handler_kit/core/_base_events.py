@@ -5,8 +5,9 @@ Defined apart from :mod:`handler_kit.core.events` so that the Claude-Code-only m
 from :mod:`handler_kit.core.events`.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` in this module: with it, pydantic evaluates the
+# annotation string of every field, inherited ones included, again for each model class, and a
+# command hook defines these classes in every process it starts.
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field

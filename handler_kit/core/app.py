@@ -275,7 +275,12 @@ class HookApp(EventDecorators):
             )
         else:
             invocations = []
-        answer = Answer(event, self._combine(event, invocations), invocations)
+        if len(invocations) == 1 and invocations[0].output is not None:
+            # _combine's first case, without its frame: one handler that answered
+            output = invocations[0].output.render(event.hook_event_name, checked=True)
+        else:
+            output = self._combine(event, invocations)
+        answer = Answer(event, output, invocations)
         if self.observers or self.committers:
             if context is None:
                 context = {}  # one dict: a committer finds there what an observer left
@@ -388,7 +393,12 @@ class HookApp(EventDecorators):
                 except StopIteration as stop:
                     if time.perf_counter() > started + handler.deadline:
                         raise _blocked(handler, started) from None
-                    output = normalize(event_name, stop.value)
+                    value = stop.value
+                    if type(value) is Output:  # normalize's case for a helper's output
+                        value.check(event_name)
+                        output = value
+                    else:
+                        output = normalize(event_name, value)
                 else:
                     output = await self._resume(handler, event, coro, yielded, started)
             else:

@@ -227,7 +227,8 @@ class Output:
         if not checked:
             self.check(event)
         out: dict[str, Any] = {}
-        specific: dict[str, Any] = {}
+        # the event's own object starts with its name: sent when anything follows it
+        specific: dict[str, Any] = {"hookEventName": event}
         decision = self.decision
         if event == "PreToolUse":
             if decision is not None:
@@ -254,15 +255,25 @@ class Output:
                 out["reason"] = self.reason
         if self.context is not None:
             specific["additionalContext"] = cap_context(self.context)
-        if self.specific:
-            for key, value in self.specific.items():
-                specific.setdefault(key, value)
-        if specific:
-            out["hookSpecificOutput"] = {"hookEventName": event, **specific}
-        for key, attr in _UNIVERSAL.items():
-            value = getattr(self, attr)
-            if value is not None:
-                out[key] = value
+        given = self.specific
+        if given:
+            for key, value in given.items():
+                if key == "hookEventName":
+                    specific[key] = value  # a name given replaces the event's, in its place
+                else:
+                    specific.setdefault(key, value)
+        if len(specific) > 1 or (given and "hookEventName" in given):
+            out["hookSpecificOutput"] = specific
+        # the universal fields, in _UNIVERSAL's order, without a loop of getattr calls: this
+        # runs on every answer
+        if self.continue_ is not None:
+            out["continue"] = self.continue_
+        if self.stop_reason is not None:
+            out["stopReason"] = self.stop_reason
+        if self.system_message is not None:
+            out["systemMessage"] = self.system_message
+        if self.suppress_output is not None:
+            out["suppressOutput"] = self.suppress_output
         if self.extra:
             for key, value in self.extra.items():
                 out.setdefault(key, value)

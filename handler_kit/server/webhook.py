@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError, to_json
 
 from handler_kit.core.app import HookApp
 from handler_kit.core.events import HookEvent, model_for
@@ -36,6 +37,8 @@ from handler_kit.core.vocabulary import (
     Answer,
     Handler,
     InputTooDeep,
+    Status,
+    dump_json,
     load_json,
 )
 
@@ -385,7 +388,9 @@ class Webhook:
 
 def _body(answer: Answer, name: str) -> bytes:
     """The response body of an answer, or the :class:`HTTPError` of a failed one."""
-    if answer.failed:
+    invocations = answer.invocations
+    # a first handler that answered rules out a failed answer without the property's loop
+    if invocations and invocations[0].status is not Status.OK and answer.failed:
         if answer.unrecorded:
             # durable audit: the decision could not be recorded, so it is not given
             raise HTTPError(
@@ -397,7 +402,10 @@ def _body(answer: Answer, name: str) -> bytes:
             raise HTTPError(500, "handler_timeout", "the handler did not answer in time")
         raise HTTPError(500, "handler_failed", "the handler failed; see the server log")
     try:
-        return answer.body
+        try:
+            return to_json(answer.output)  # Answer.body, without its two Python frames
+        except PydanticSerializationError:
+            return dump_json(answer.output)  # its fallback, and its errors
     except (TypeError, ValueError):  # an output holding a value JSON cannot carry
         logging.getLogger("handler_kit").exception("the answer to %s is not JSON", name)
         raise HTTPError(500, "handler_failed", "the handler failed; see the server log") from None

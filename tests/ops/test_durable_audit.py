@@ -354,6 +354,55 @@ def test_a_stalled_sqlite_sink_is_answered_by_the_deadline(tmp_path: Path) -> No
     assert answers["stalled-1"] == "deny"
 
 
+def writer_processes() -> set[int]:
+    """The audit writer processes below this one (the in-process servers' workers)."""
+    found = set()
+    for pid in descendants(os.getpid()):
+        with contextlib.suppress(OSError):
+            if b"handler_kit.ops.audit.process" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.add(pid)
+    return found
+
+
+def test_the_writer_process_commits_and_its_death_is_taken_over(tmp_path: Path) -> None:
+    """A file sink in durable mode is committed by the audit writer process (the server's
+    event loop only hands it the answers), and an answer leaves after that commit. When the
+    process dies, no answer leaves unrecorded: those waiting get the failure policy's, and the
+    server commits the sink itself from then on."""
+    db = tmp_path / "audit.sqlite3"
+    operations = OperationsConfig(audit=[f"sqlite:{db}"], audit_durable=True)
+    config = ServerConfig(tokens=[TOKEN], operations=operations)
+    before = writer_processes()
+    with (
+        running_server(durable_app(), config=config) as server,
+        server.http(timeout=30) as client,
+    ):
+        assert decision(client.post("/hooks/gate", json=event("gated", "first"))) == (
+            "allow",
+            "fine",
+        )
+        assert "first" in {record["tool_use_id"] for record in sqlite_answers(db)}
+        writers = writer_processes() - before
+        assert len(writers) == 1, writers
+        os.kill(writers.pop(), signal.SIGKILL)
+        given: dict[str, str] = {}
+        deadline = time.monotonic() + 30
+        while "allow" not in given.values() and time.monotonic() < deadline:
+            tool_use_id = f"after-{len(given)}"
+            given[tool_use_id] = decision(
+                client.post("/hooks/gate", json=event("gated", tool_use_id))
+            )[0]
+        wait_ready(client, 200)
+        assert decision(client.post("/hooks/gate", json=event("gated", "last"))) == (
+            "allow",
+            "fine",
+        )
+    recorded = {record["tool_use_id"] for record in sqlite_answers(db)}
+    allowed = {tool_use_id for tool_use_id, verdict in given.items() if verdict == "allow"}
+    assert allowed and allowed <= recorded
+    assert "last" in recorded
+
+
 # -- start-up and the command hook -------------------------------------------------------------
 
 

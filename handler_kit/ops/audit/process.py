@@ -9,9 +9,19 @@ only pickles :class:`~handler_kit.ops.audit.records.Capture` batches down a pipe
 Protocol: frames (4-byte big-endian length + pickle) on the child's stdin: ``("config",
 {...})`` first, then ``("batch", [Capture, ...])``, ``("flush",)``, ``("stop",)``. The child
 answers ``("flushed",)`` and ``("closed",)`` on a separate pipe (its stdout stays the server's,
-for a ``stdout`` sink). End of input (the server died) counts as ``stop``: what was received is
-written. The child ignores SIGINT/SIGTERM and runs in its own session: a Ctrl+C or a SIGTERM
-for the server must not stop it before the server has handed over its last records.
+for a ``stdout`` sink).
+
+In the durable audit mode (``"durable"`` in the config) the child commits each batch to every
+sink as one write (one transaction, one fsync), with every batch that arrived while the last
+commit was in progress (the group commit), and answers ``("committed", why, unbuilt)``: ``why``
+None when every sink committed the group, else why one did not; ``unbuilt``, a list per batch of
+the group, the positions of the answers whose records could not be built (never committed).
+``("probe",)`` (sinks that are down) writes an empty batch to each sink and answers ``("probed",
+why)``. The server acknowledges an answer only after its batch's ``committed``.
+
+End of input (the server died) counts as ``stop``: what was received is written. The child
+ignores SIGINT/SIGTERM and runs in its own session: a Ctrl+C or a SIGTERM for the server must
+not stop it before the server has handed over its last records.
 """
 
 from __future__ import annotations
@@ -36,16 +46,21 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("handler_kit.audit")
 
-_LENGTH = struct.Struct(">I")
+LENGTH = struct.Struct(">I")
 
 
 class WriterFailed(Exception):
     """The writer process is gone or does not answer."""
 
 
-def write_frame(fd: int, message: Any) -> None:
+def encode_frame(message: Any) -> bytes:
+    """One frame: 4-byte big-endian length, then the pickled message."""
     data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    write_all(fd, _LENGTH.pack(len(data)) + data)
+    return LENGTH.pack(len(data)) + data
+
+
+def write_frame(fd: int, message: Any) -> None:
+    write_all(fd, encode_frame(message))
 
 
 def _read_exactly(fd: int, size: int) -> bytes | None:
@@ -61,10 +76,10 @@ def _read_exactly(fd: int, size: int) -> bytes | None:
 
 def read_frame(fd: int) -> Any | None:
     """The next message, or None at end of input."""
-    header = _read_exactly(fd, _LENGTH.size)
+    header = _read_exactly(fd, LENGTH.size)
     if header is None:
         return None
-    data = _read_exactly(fd, _LENGTH.unpack(header)[0])
+    data = _read_exactly(fd, LENGTH.unpack(header)[0])
     return None if data is None else pickle.loads(data)
 
 
@@ -78,6 +93,7 @@ class AuditProcess:
         app: str,
         policy: RecordPolicy,
         timeout: float = 10.0,
+        durable: bool = False,
     ) -> None:
         from handler_kit.config import environment
 
@@ -117,6 +133,7 @@ class AuditProcess:
             "text": policy.text,
             "app_version": policy.app_version,
             "replica": policy.replica,
+            "durable": durable,
         }
         self._send(("config", config))
 
@@ -194,7 +211,8 @@ def main(argv: list[str]) -> int:
     if first is None or first[0] != "config":
         return 2
     config = first[1]
-    sinks = parse_sinks(config["sinks"])
+    durable = bool(config.get("durable"))
+    sinks = parse_sinks(config["sinks"], durable=durable)
     policy = RecordPolicy(
         redactor=Redactor(
             config["redact"],
@@ -214,19 +232,41 @@ def main(argv: list[str]) -> int:
             sink.open()
         except Exception:
             logger.exception("audit sink %r could not be opened", sink)
+    held: Any = None
     while True:
-        message = read_frame(source)
+        message, held = (read_frame(source), None) if held is None else (held, None)
         if message is None or message[0] == "stop":
             break
         if message[0] == "flush":
             write_frame(acks, ("flushed",))
             continue
+        if message[0] == "probe":
+            write_frame(acks, ("probed", _commit(sinks, [])))
+            continue
+        batches = [message[1]]
+        if durable:
+            # group commit: every batch that arrived while the last commit was in progress
+            # goes into this one (one transaction, one fsync)
+            while select.select([source], [], [], 0)[0]:
+                held = read_frame(source)
+                if held is None or held[0] != "batch":
+                    break
+                batches.append(held[1])
+                held = None
         lines: list[tuple[dict[str, Any], str]] = []
-        for item in message[1]:
-            try:
-                lines.extend(serialize(records(item, app, policy)))
-            except Exception:
-                logger.exception("could not build an audit record")
+        unbuilt: list[list[int]] = []
+        for batch in batches:
+            unbuilt.append([])
+            for position, item in enumerate(batch):
+                try:
+                    lines.extend(serialize(records(item, app, policy)))
+                except Exception:
+                    logger.exception("could not build an audit record")
+                    unbuilt[-1].append(position)
+        if durable:
+            why = _commit(sinks, lines) if lines else None
+            write_frame(acks, ("committed", why, unbuilt))
+            continue
         for sink in sinks if lines else ():
             try:
                 sink.write(lines)
@@ -240,6 +280,20 @@ def main(argv: list[str]) -> int:
     with contextlib.suppress(OSError):
         write_frame(acks, ("closed",))
     return 0
+
+
+def _commit(sinks: Sequence[Any], lines: list[tuple[dict[str, Any], str]]) -> str | None:
+    """Durable mode: write ``lines`` to every sink (each commits them before it returns); why
+    one failed, or None. The server logs it (at most every so often: a sink that is down fails
+    every commit)."""
+    why = None
+    for sink in sinks:
+        try:
+            sink.write(lines)
+        except Exception as exc:
+            text = " ".join(str(exc).split())
+            why = f"{sink!r}: {type(exc).__name__}: {text}" if text else f"{sink!r}: {exc!r}"
+    return why
 
 
 if __name__ == "__main__":

@@ -27,15 +27,21 @@ synchronously (``synchronous=True``): one process per call has no time for eithe
 
 **Durable mode** (``durable=True``): an answer is sent only once its records are committed.
 :meth:`AuditTrail.submit` then returns an acknowledgement the answer path awaits
-(:meth:`AuditTrail.committed`), at most for what is left of the handler's deadline. The writer
-thread builds and writes the records itself (no writer process: the acknowledgement must come
-after the commit) and commits as a database does a group commit: every answer that arrived
-while a commit was in progress goes into the next one, one ``write`` (one transaction, one
-fsync) per group, however many answers it holds. A commit that fails, or that does not come by
-the deadline, fails its answer. The sinks are down (:attr:`AuditTrail.sink_down`, what
-``/readyz`` reports) from a failed commit until a commit, or a probe of the sinks
-(``write([])``), succeeds again, and while a commit has been in progress longer than
-``stall_after`` seconds (the shortest handler deadline: past it, answers fail).
+(:meth:`AuditTrail.committed`), at most for what is left of the handler's deadline. The
+records are committed as a database does a group commit: every answer that arrived while a
+commit was in progress goes into the next one, one ``write`` (one transaction, one fsync) per
+group, however many answers it holds. The sinks named by specs are committed by the writer
+process: the event loop itself hands it the captured answers (a non-blocking write to its pipe)
+and reads its word back (as it reads a socket), so neither building the records nor an
+acknowledgement waits for a thread of the server to get the GIL from the busy event loop.
+Sink objects given in code are written by a writer thread instead (it builds the records and
+commits them itself), and so are the sinks of a writer process that died: the answers it had
+not answered for fail (nobody can say whether they were committed). A commit that fails, or
+that does not come by the deadline, fails its answer. The sinks are down
+(:attr:`AuditTrail.sink_down`, what ``/readyz`` reports) from a failed commit until a commit,
+or a probe of the sinks (``write([])``), succeeds again, and while a commit has been in
+progress longer than ``stall_after`` seconds (the shortest handler deadline: past it, answers
+fail).
 """
 
 from __future__ import annotations
@@ -315,11 +321,289 @@ class _Pending:
     loop: asyncio.AbstractEventLoop
 
 
+def _running_loop() -> asyncio.AbstractEventLoop:
+    import asyncio
+
+    return asyncio.get_running_loop()
+
+
+def _running_loop_or_none() -> asyncio.AbstractEventLoop | None:
+    try:
+        return _running_loop()
+    except RuntimeError:
+        return None
+
+
 def _settle(futures: list[asyncio.Future[bool]], ok: bool) -> None:
     """On the event loop: tell each waiting answer path how its commit went."""
     for future in futures:
         if not future.done():  # a path that stopped waiting (deadline, disconnect) cancelled it
             future.set_result(ok)
+
+
+class _Channel:
+    """Durable mode with a writer process: the event loop itself talks to the process.
+
+    Answers captured on the event loop during one turn of it go down the pipe as one batch
+    (a non-blocking write: what the pipe does not take waits for the loop to say it can);
+    the process commits every batch that arrived while its last commit was in progress as
+    one, and answers for them all; the loop reads the answer as it reads a socket and settles
+    the batches' futures. No thread of the server is involved, so no acknowledgement waits for a
+    thread to get the GIL back from the busy event loop.
+    """
+
+    def __init__(self, trail: AuditTrail, loop: asyncio.AbstractEventLoop) -> None:
+        import os
+
+        from handler_kit.ops.audit.process import AuditProcess
+
+        self.trail = trail
+        self.loop = loop
+        self.process = AuditProcess(trail.specs, app=trail.app, policy=trail.policy, durable=True)
+        self.fd = self.process.fd
+        os.set_blocking(self.fd, False)
+        os.set_blocking(self.process.acks, False)
+        self.out = bytearray()  # frames the pipe has not taken yet
+        self.writing = False
+        self.batch: list[Capture] = []
+        self.futures: list[asyncio.Future[bool]] = []
+        self.counts: list[int] = []  # records per answer of the batch
+        # what the process will answer, in order: a batch's futures and when it was sent, or
+        # None for a probe
+        self.sent: collections.deque[tuple[list[asyncio.Future[bool]], float, list[int]] | None] = (
+            collections.deque()
+        )
+        self.waiting = 0  # answers sent or about to be, not yet answered
+        self.inbox = bytearray()
+        self.probing: asyncio.TimerHandle | None = None
+        self.failed = False
+        loop.add_reader(self.process.acks, self._receive)
+
+    def submit(self, item: Observed) -> Ack:
+        trail = self.trail
+        if self.waiting >= trail.queue_size:
+            trail._drop(
+                f"the audit queue is full ({trail.queue_size} answers waiting for a commit)"
+            )
+            return False
+        try:
+            captured = capture(item)
+        except Exception:
+            trail.failed += 1
+            logger.exception("could not capture an answer for the audit trail")
+            return False
+        future: asyncio.Future[bool] = self.loop.create_future()
+        if not self.batch:
+            self.loop.call_soon(self._send)
+        self.batch.append(captured)
+        self.futures.append(future)
+        self.counts.append(len(captured.invocations) + 1)
+        self.waiting += 1
+        return future
+
+    def _send(self) -> None:
+        from handler_kit.ops.audit.process import encode_frame
+
+        if self.failed or not self.batch:
+            return
+        try:
+            self.out += encode_frame(("batch", self.batch))
+        except Exception:
+            self.trail.failed += len(self.batch)
+            logger.exception("could not hand %d answers to the audit writer", len(self.batch))
+            self.waiting -= len(self.batch)
+            for future in self.futures:
+                if not future.done():
+                    future.set_result(False)
+            self.batch, self.futures, self.counts = [], [], []
+            return
+        self.sent.append((self.futures, time.monotonic(), self.counts))
+        if self.trail._commit_started is None:
+            self.trail._commit_started = time.monotonic()
+        self.batch, self.futures, self.counts = [], [], []
+        self._write()
+
+    def _write(self) -> None:
+        import os
+
+        try:
+            while self.out:
+                written = os.write(self.fd, self.out)
+                del self.out[:written]
+        except BlockingIOError:
+            if not self.writing:
+                self.writing = True
+                self.loop.add_writer(self.fd, self._write)
+            return
+        except OSError as exc:
+            self._fail(f"cannot write to it: {exc}")
+            return
+        if self.writing:
+            self.writing = False
+            self.loop.remove_writer(self.fd)
+
+    def _receive(self) -> None:
+        import os
+        import pickle
+
+        from handler_kit.ops.audit.process import LENGTH
+
+        try:
+            data = os.read(self.process.acks, 1 << 16)
+        except BlockingIOError:
+            return
+        except OSError as exc:
+            self._fail(f"cannot read from it: {exc}")
+            return
+        if not data:
+            self._fail(f"it exited with {self.process.proc.poll()}")
+            return
+        inbox = self.inbox
+        inbox += data
+        while len(inbox) >= LENGTH.size:
+            size = LENGTH.unpack_from(inbox)[0]
+            if len(inbox) < LENGTH.size + size:
+                break
+            message = pickle.loads(inbox[LENGTH.size : LENGTH.size + size])
+            del inbox[: LENGTH.size + size]
+            self._answer(message)
+
+    def _answer(self, message: Any) -> None:
+        """One word of the process: a probe's outcome, or a commit's (of as many batches as
+        it holds, one ``unbuilt`` list each)."""
+        trail = self.trail
+        if message[0] == "probed":
+            if self.sent and self.sent[0] is None:
+                self.sent.popleft()
+            if message[1] is None:
+                trail._mark_up()
+            else:
+                trail._mark_down(message[1])
+                self._probe_later()
+        elif message[0] == "committed":
+            why: str | None = message[1]
+            settled: list[tuple[asyncio.Future[bool], bool]] = []
+            built = failed = 0
+            for unbuilt in message[2]:
+                entry = self.sent.popleft() if self.sent else None
+                if entry is None:  # cannot be: batches are answered in order
+                    continue
+                futures, _, counts = entry
+                self.waiting -= len(futures)
+                for position, future in enumerate(futures):
+                    ok = position not in unbuilt
+                    if ok and why is None:
+                        built += 1
+                        trail.written += counts[position]
+                    else:
+                        failed += 1
+                    settled.append((future, ok and why is None))
+            trail.failed += failed
+            if why is None:
+                if built:
+                    trail._committed(built)
+            else:
+                trail._commit_failed(why)
+                self._probe_later()
+            for future, ok in settled:
+                if not future.done():  # a path that stopped waiting cancelled it
+                    future.set_result(ok)
+        nxt = next((entry for entry in self.sent if entry is not None), None)
+        trail._commit_started = None if nxt is None else nxt[1]
+
+    def _probe_later(self) -> None:
+        """Sinks that are down, and no traffic to find them back up: probe them."""
+        if self.probing is None:
+            self.probing = self.loop.call_later(PROBE_INTERVAL, self._probe)
+
+    def _probe(self) -> None:
+        from handler_kit.ops.audit.process import encode_frame
+
+        self.probing = None
+        if self.failed or self.trail._failure is None:
+            return
+        if self.sent:  # a commit on its way says as much
+            self._probe_later()
+            return
+        self.out += encode_frame(("probe",))
+        self.sent.append(None)
+        self._write()
+
+    def _fail(self, why: str) -> None:
+        """The process is gone: every answer waiting fails, and the trail writes its sinks
+        in the server from now (the writer thread)."""
+        import os
+
+        if self.failed:
+            return
+        self.failed = True
+        self._detach()
+        trail = self.trail
+        trail._mark_down(f"the audit writer process failed: {why}")
+        futures = [f for entry in self.sent if entry is not None for f in entry[0]]
+        futures += self.futures
+        self.sent.clear()
+        self.batch, self.futures, self.counts = [], [], []
+        for future in futures:
+            if not future.done():
+                future.set_result(False)
+        trail._commit_started = None
+        trail._channel = None
+        trail.process = self.process
+        trail._take_over(RuntimeError(why))
+        with contextlib.suppress(OSError):
+            os.close(self.process.acks)
+
+    def _detach(self) -> None:
+        """Stop watching the pipes (on the loop)."""
+        with contextlib.suppress(Exception):
+            self.loop.remove_reader(self.process.acks)
+        if self.writing:
+            self.writing = False
+            with contextlib.suppress(Exception):
+                self.loop.remove_writer(self.fd)
+        if self.probing is not None:
+            self.probing.cancel()
+            self.probing = None
+
+    def close(self) -> None:
+        """Write what is queued, end the process (from any thread: the loop lets go of the
+        pipes first, if it still runs)."""
+        import os
+
+        loop = self.loop
+        done = threading.Event()
+
+        def detach() -> None:
+            with contextlib.suppress(RuntimeError):  # a closed loop: close() writes it
+                self._send()
+            self._detach()
+            done.set()
+
+        import asyncio
+
+        try:
+            current: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            current = None
+        if loop.is_running() and not loop.is_closed() and current is not loop:
+            try:
+                loop.call_soon_threadsafe(detach)
+            except RuntimeError:
+                detach()
+            else:
+                done.wait(5.0)
+        else:
+            detach()
+        with contextlib.suppress(OSError):
+            os.set_blocking(self.fd, True)
+            os.set_blocking(self.process.acks, True)
+            if self.out:
+                from handler_kit.ops.audit.records import write_all
+
+                write_all(self.fd, bytes(self.out))
+                self.out.clear()
+        self.process.close()
 
 
 class AuditTrail:
@@ -343,12 +627,13 @@ class AuditTrail:
     everything in ``submit`` itself (command hooks).
 
     ``durable=True``: see the module docstring. ``submit`` returns an acknowledgement for
-    :meth:`committed`; the writer thread writes every sink (``process`` is ignored), stdout
-    and stderr sinks are refused, and a full queue fails the answer instead of dropping its
-    records. ``commits`` counts the commits and ``committed_answers`` the answers they held
-    (:attr:`answers_per_commit`, their ratio, is the group commit's batching),
-    ``last_commit`` the answers of the last one; ``on_commit`` is called with that number
-    after each commit (the metric).
+    :meth:`committed`; the writer process commits the ``specs`` sinks (the writer thread does,
+    with ``process=False`` or when ``sinks`` are given too: one commit is one write of every
+    sink), stdout and stderr sinks are refused, and a full queue fails the answer instead of
+    dropping its records. ``commits`` counts the commits and ``committed_answers`` the
+    answers they held (:attr:`answers_per_commit`, their ratio, is the group commit's
+    batching), ``last_commit`` the answers of the last one; ``on_commit`` is called with that
+    number after each commit (the metric).
     """
 
     def __init__(
@@ -373,7 +658,8 @@ class AuditTrail:
         self.app = app
         self.policy = policy
         self.durable = durable
-        use_process = process and not synchronous and not durable and bool(specs)
+        # durable: one commit is one write of every sink, so the process commits all or none
+        use_process = process and not synchronous and bool(specs) and not (durable and sinks)
         self.specs = list(specs) if use_process else []
         # Checked now, whoever writes them (a bad spec fails at start-up); opened on the first
         # record.
@@ -414,6 +700,7 @@ class AuditTrail:
         self._lock = threading.Lock()
         self._opened = False
         self._closed = False
+        self._channel: _Channel | None = None
 
     # hot path
     def submit(self, item: Observed) -> Ack | None:
@@ -434,6 +721,32 @@ class AuditTrail:
             if ok:
                 self._committed(1)
             return ok if self.durable else None
+        if self.durable and self.specs:
+            channel = self._channel
+            loop = _running_loop()
+            if channel is not None and channel.loop is not loop:
+                if not channel.loop.is_closed():
+                    self.failed += 1
+                    logger.error("durable audit: an answer came on another event loop: not sent")
+                    return False
+                # its loop is gone (asyncio.run() per call): so is everyone waiting on it
+                self._channel = None
+                try:
+                    channel.close()
+                except Exception:
+                    logger.exception("the audit writer process did not close cleanly")
+                channel = None
+            if channel is None:
+                from handler_kit.ops.audit.process import WriterFailed
+
+                try:
+                    channel = self._channel = _Channel(self, loop)
+                except WriterFailed as exc:
+                    self._take_over(exc)
+                else:
+                    atexit.register(self.close)
+            if channel is not None:
+                return channel.submit(item)
         if self._thread is None:
             self._start()
         if self.durable:
@@ -679,6 +992,19 @@ class AuditTrail:
         _acknowledge(unbuilt, False)
         _acknowledge(built, ok)
 
+    def _commit_failed(self, why: str) -> None:
+        """Durable mode: a commit failed; the sinks are down, and it is logged at most every
+        :data:`DROP_LOG_INTERVAL` seconds (a sink that is down fails every commit)."""
+        self._mark_down(why)
+        now = time.monotonic()
+        if now >= self._next_failure_log:
+            self._next_failure_log = now + DROP_LOG_INTERVAL
+            logger.error(
+                "audit sinks failed to commit (%s) (this message comes at most every %g s)",
+                why,
+                DROP_LOG_INTERVAL,
+            )
+
     def _probe(self) -> None:
         """Sinks that are down: try an empty commit on each; all succeed, they are up."""
         if not self._opened:
@@ -695,29 +1021,40 @@ class AuditTrail:
             self._commit_started = None
         self._mark_up()
 
+    def _writer_process(self) -> AuditProcess:
+        from handler_kit.ops.audit.process import AuditProcess
+
+        if self.process is None:
+            self.process = AuditProcess(
+                self.specs, app=self.app, policy=self.policy, durable=self.durable
+            )
+        return self.process
+
     def _send(self, batch: list[Capture]) -> None:
         """Hand the batch to the writer process; on its failure, take its sinks over."""
-        from handler_kit.ops.audit.process import AuditProcess, WriterFailed
+        from handler_kit.ops.audit.process import WriterFailed
 
         try:
-            if self.process is None:
-                self.process = AuditProcess(self.specs, app=self.app, policy=self.policy)
-            self.process.send(batch)
+            self._writer_process().send(batch)
             self.written += sum(len(item.invocations) + 1 for item in batch)
         except WriterFailed as exc:
-            logger.error("audit writer process failed (%s): writing in the server from now", exc)
-            if self.process is not None:
-                self.process.kill()
-            self.process = None
-            taken_over = parse_sinks(self.specs)
-            self.specs = []
-            if self._opened:  # the others are open already; these not yet
-                for sink in taken_over:
-                    try:
-                        sink.open()
-                    except Exception:
-                        logger.exception("audit sink %r could not be opened", sink)
-            self.sinks = [*taken_over, *self.sinks]  # _write() writes the batch to them
+            self._take_over(exc)
+
+    def _take_over(self, exc: Exception) -> None:
+        """The writer process failed: its sinks are written by the writer thread from now."""
+        logger.error("audit writer process failed (%s): writing in the server from now", exc)
+        if self.process is not None:
+            self.process.kill()
+        self.process = None
+        taken_over = parse_sinks(self.specs, durable=self.durable)
+        self.specs = []
+        if self._opened:  # the others are open already; these not yet
+            for sink in taken_over:
+                try:
+                    sink.open()
+                except Exception:
+                    logger.exception("audit sink %r could not be opened", sink)
+        self.sinks = [*taken_over, *self.sinks]  # _write() writes the next batch to them
 
     def _write_local(self, lines: list[tuple[dict[str, Any], str]]) -> bool:
         """Write ``lines`` to every sink; True when every sink took them (committed them, in
@@ -776,6 +1113,16 @@ class AuditTrail:
 
     def flush(self, timeout: float | None = 10.0) -> bool:
         """Wait until everything submitted so far is written; False if ``timeout`` passed."""
+        channel = self._channel
+        if channel is not None:
+            # durable, through the writer process: the event loop gets its word; from another
+            # thread, wait for it (on the loop itself nothing can be waited for)
+            limit = None if timeout is None else time.monotonic() + timeout
+            while channel.waiting and _running_loop_or_none() is not channel.loop:
+                if limit is not None and time.monotonic() >= limit:
+                    return False
+                time.sleep(0.005)
+            return True
         if self._thread is None or not self._thread.is_alive():
             return True
         marker = threading.Event()
@@ -790,6 +1137,12 @@ class AuditTrail:
                 return
             self._closed = True
             thread = self._thread
+            channel, self._channel = self._channel, None
+        if channel is not None:
+            try:
+                channel.close()
+            except Exception:
+                logger.exception("the audit writer process did not close cleanly")
         with contextlib.suppress(Exception):
             atexit.unregister(self.close)
         if thread is not None and thread.is_alive():
