@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import sys
+
+from handler_kit.auth import generate_token
 
 # short name -> (MODULE:ATTR, route and event of the curl printed at start)
 EXAMPLES = {
@@ -54,7 +55,7 @@ def main(argv: list[str]) -> int:
     if os.environ.get("HANDLER_KIT_TOKENS", "").strip():
         token = shown = USER_TOKEN
     else:
-        token = secrets.token_urlsafe(24)
+        token = generate_token()
         os.environ["HANDLER_KIT_TOKENS"] = token
         shown = f"{token} (generated; set HANDLER_KIT_TOKENS to choose your own)"
     event_name = json.loads(event)["hook_event_name"]

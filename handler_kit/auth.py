@@ -23,6 +23,7 @@ import ipaddress
 import logging
 import math
 import os
+import secrets
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -424,3 +425,13 @@ def _counted_as(address: str) -> str:
     if parsed.ipv4_mapped is not None:
         return str(parsed.ipv4_mapped)
     return str(ipaddress.IPv6Network((int(parsed) >> 64 << 64, 64)))
+
+
+def generate_token(nbytes: int = 24) -> str:
+    """A new random bearer token (URL-safe, ``nbytes`` of randomness) that does not start with
+    ``-``: one in 64 of ``secrets.token_urlsafe`` does, and a command line then reads
+    ``--token -abc…`` as an option instead of its value."""
+    while True:
+        token = secrets.token_urlsafe(nbytes)
+        if not token.startswith("-"):
+            return token

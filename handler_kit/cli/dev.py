@@ -22,9 +22,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import secrets
 from typing import TYPE_CHECKING, Any
 
+from handler_kit.auth import generate_token
 from handler_kit.cli.serve import (
     _fail,
     _usage_checked,
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     server = base.server
     generated = None
     if not (server.tokens or server.jwt or server.auth or server.insecure_no_auth):
-        generated = secrets.token_urlsafe(24)
+        generated = generate_token()
         server = dataclasses.replace(server, tokens=(generated,))
     server = dataclasses.replace(server, inspector=True)
     config = dataclasses.replace(

@@ -16,7 +16,6 @@ import contextvars
 import dataclasses
 import difflib
 import json
-import secrets
 import socket
 import tempfile
 import threading
@@ -30,6 +29,7 @@ import httpx
 if TYPE_CHECKING:
     from starlette.testclient import TestClient
 
+from handler_kit.auth import generate_token
 from handler_kit.config import ServerConfig
 from handler_kit.core.app import HookApp
 from handler_kit.core.events import HookEvent
@@ -158,7 +158,7 @@ class HookClient:
         """
         from starlette.testclient import TestClient
 
-        token = secrets.token_urlsafe(24)
+        token = generate_token()
         if config is None:
             config = ServerConfig(tokens=[token])
         else:
@@ -301,7 +301,7 @@ def running_server(
     import uvicorn
 
     if config is None:
-        config = ServerConfig(tokens=tokens or [secrets.token_urlsafe(24)])
+        config = ServerConfig(tokens=tokens or [generate_token()])
     elif tokens:
         config = dataclasses.replace(config, tokens=tokens)
     token = config.tokens[0] if config.tokens else ""
