@@ -15,6 +15,9 @@ Two ways to read it:
   and divide the difference by N (``bench/README.md`` has the commands); this is what
   ``--instructions`` automates.
 
+``--mcp`` sends the same event as the MCP ``tools/call`` a real mcp 2.3 client sends
+(``POST /mcp`` with ``bench.payload.MCP_HEADERS`` and ``MCP_BODY``) to the same app instead.
+
 ``--audit SINK`` turns the audit trail on (``jsonl``, ``sqlite``, ``durable``) so the cost of
 recording an answer is counted too (the writer thread is in-process and counted with it).
 """
@@ -31,13 +34,34 @@ import sys
 import tempfile
 from typing import Any
 
-from bench.payload import EVENT_BODY, TOKEN
+from bench.payload import EVENT_BODY, MCP_BODY, MCP_HEADERS, TOKEN
 
 APP = "example_servers.refund_gate:app"
 PATH = "/hooks/refund_gate"
+MCP_PATH = "/mcp"
 
 
-def _scope() -> dict[str, Any]:
+def _target(mcp: bool) -> tuple[str, list[tuple[bytes, bytes]], bytes]:
+    """Path, headers (as uvicorn lists them, lower-case, in the client's order) and body.
+
+    The webhook's are made again for every request, as they always were here (the figures
+    in bench/README.md include that); the MCP ones are made once and copied."""
+    if not mcp:
+        return _make_target(False)
+    found = _TARGETS.get(mcp)
+    if found is None:
+        found = _TARGETS[mcp] = _make_target(mcp)
+    return found
+
+
+def _make_target(mcp: bool) -> tuple[str, list[tuple[bytes, bytes]], bytes]:
+    if mcp:
+        headers = [
+            (b"host", b"127.0.0.1:8000"),
+            *((k.lower().encode(), v.encode()) for k, v in MCP_HEADERS.items()),
+            (b"content-length", str(len(MCP_BODY)).encode()),
+        ]
+        return MCP_PATH, headers, MCP_BODY
     headers = [
         (b"host", b"127.0.0.1:8000"),
         (b"authorization", f"Bearer {TOKEN}".encode()),
@@ -45,6 +69,14 @@ def _scope() -> dict[str, Any]:
         (b"x-runbear-hook-event", b"PreToolUse"),
         (b"content-length", str(len(EVENT_BODY)).encode()),
     ]
+    return PATH, headers, EVENT_BODY
+
+
+_TARGETS: dict[bool, tuple[str, list[tuple[bytes, bytes]], bytes]] = {}
+
+
+def _scope(mcp: bool = False) -> dict[str, Any]:
+    path, headers, _ = _target(mcp)
     return {
         "type": "http",
         "asgi": {"version": "3.0", "spec_version": "2.4"},
@@ -54,10 +86,11 @@ def _scope() -> dict[str, Any]:
         "scheme": "http",
         "method": "POST",
         "root_path": "",
-        "path": PATH,
-        "raw_path": PATH.encode(),
+        "path": path,
+        "raw_path": path.encode(),
         "query_string": b"",
-        "headers": headers,
+        # a new list per request, as uvicorn makes one
+        "headers": list(headers) if mcp else headers,
         "state": {},
     }
 
@@ -82,8 +115,8 @@ def _build(side: str, audit: str | None, folder: str) -> Any:
     return app_from_env()
 
 
-async def _drive(app: Any, requests: int, warmup: int) -> list[bytes]:
-    body_message = {"type": "http.request", "body": EVENT_BODY, "more_body": False}
+async def _drive(app: Any, requests: int, warmup: int, mcp: bool = False) -> list[bytes]:
+    body_message = {"type": "http.request", "body": _target(mcp)[2], "more_body": False}
     sent: list[bytes] = []
 
     async def receive() -> dict[str, Any]:
@@ -94,25 +127,25 @@ async def _drive(app: Any, requests: int, warmup: int) -> list[bytes]:
             sent.append(message["body"])
 
     for _ in range(warmup):
-        await app(_scope(), receive, send)
+        await app(_scope(mcp), receive, send)
     del sent[:]
     # markers for callgrind (--zero-before=getppid --dump-before=getpgrp): the measured part
     os.getppid()
     for _ in range(requests):
         # a new scope per request, as uvicorn makes one
-        await app(_scope(), receive, send)
+        await app(_scope(mcp), receive, send)
     os.getpgrp()
     return sent
 
 
-async def _timed(app: Any, requests: int, warmup: int) -> list[bytes]:
+async def _timed(app: Any, requests: int, warmup: int, mcp: bool = False) -> list[bytes]:
     import time
 
     best = float("inf")
     sent: list[bytes] = []
     for _ in range(7):
         began = time.perf_counter()
-        sent = await _drive(app, requests, warmup)
+        sent = await _drive(app, requests, warmup, mcp)
         best = min(best, time.perf_counter() - began)
     print(f"best of 7: {best / requests * 1e6:.2f} us per request")
     return sent
@@ -126,29 +159,30 @@ async def _run(
     profile: bool,
     timed: bool = False,
     protocol: bool = False,
+    mcp: bool = False,
 ) -> list[bytes]:
     lifespan = getattr(app, "lifespan", None)
     if protocol:
         if side == "baseline" or lifespan is None:
-            return await _drive_protocol(side, app, requests, warmup)
+            return await _drive_protocol(side, app, requests, warmup, mcp)
         async with lifespan():
-            return await _drive_protocol(side, app, requests, warmup)
+            return await _drive_protocol(side, app, requests, warmup, mcp)
     if side == "baseline" or lifespan is None:
         if timed:
-            return await _timed(app, requests, warmup)
-        return await _drive(app, requests, warmup)
+            return await _timed(app, requests, warmup, mcp)
+        return await _drive(app, requests, warmup, mcp)
     async with lifespan():
         if timed:
-            return await _timed(app, requests, warmup)
+            return await _timed(app, requests, warmup, mcp)
         if not profile:
-            return await _drive(app, requests, warmup)
+            return await _drive(app, requests, warmup, mcp)
         import cProfile
         import pstats
 
         profiler = cProfile.Profile()
-        await _drive(app, 0, warmup)
+        await _drive(app, 0, warmup, mcp)
         profiler.enable()
-        sent = await _drive(app, requests, 0)
+        sent = await _drive(app, requests, 0, mcp)
         profiler.disable()
         pstats.Stats(profiler).sort_stats("tottime").print_stats(40)
         return sent
@@ -163,7 +197,10 @@ def run(
     profile: bool,
     timed: bool = False,
     protocol: bool = False,
+    mcp: bool = False,
 ) -> None:
+    if mcp and side == "baseline":
+        raise SystemExit("--mcp: the baseline has no MCP endpoint (plain SDK: bench/servers)")
     gc.collect()
     with tempfile.TemporaryDirectory() as folder:
         app = _build(side, audit, folder)
@@ -173,8 +210,10 @@ def run(
             runner = uvloop.run
         except ImportError:
             runner = asyncio.run
-        sent = runner(_run(app, side, requests, warmup, profile, timed, protocol))
-    if requests and (len(sent) != requests or b"deny" not in sent[-1]):
+        sent = runner(_run(app, side, requests, warmup, profile, timed, protocol, mcp))
+    if requests and (
+        len(sent) != requests or b"deny" not in sent[-1] or b'"isError":true' in sent[-1]
+    ):
         raise SystemExit(f"{side}: unexpected answers: {len(sent)} {sent[-1:]!r}")
 
 
@@ -187,6 +226,8 @@ class _Transport:
         self.responses = 0
 
     def write(self, data: bytes) -> None:
+        if b'"isError":true' in data:
+            raise SystemExit(f"unexpected answer: {data!r}")
         if b"deny" in data or data.startswith(b"HTTP/1.1 4") or data.startswith(b"HTTP/1.1 5"):
             self.responses += 1
             self.done()
@@ -212,7 +253,14 @@ class _Transport:
         pass
 
 
-def _request_bytes() -> bytes:
+def _request_bytes(mcp: bool = False) -> bytes:
+    if mcp:
+        lines = "".join(f"{k}: {v}\r\n" for k, v in MCP_HEADERS.items())
+        head = (
+            f"POST {MCP_PATH} HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nConnection: keep-alive\r\n"
+            f"{lines}Content-Length: {len(MCP_BODY)}\r\n\r\n"
+        )
+        return head.encode() + MCP_BODY
     head = (
         f"POST {PATH} HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nAuthorization: Bearer {TOKEN}\r\n"
         "Content-Type: application/json\r\nX-Runbear-Hook-Event: PreToolUse\r\n"
@@ -221,7 +269,9 @@ def _request_bytes() -> bytes:
     return head.encode() + EVENT_BODY
 
 
-async def _drive_protocol(side: str, app: Any, requests: int, warmup: int) -> list[bytes]:
+async def _drive_protocol(
+    side: str, app: Any, requests: int, warmup: int, mcp: bool = False
+) -> list[bytes]:
     """Requests as bytes into uvicorn's protocol (the one each server runs: the stock one for
     the baseline, handler-kit's subclass with ``handler-kit serve``'s options), one
     keep-alive connection, one request at a time: HTTP parsing, the ASGI cycle, the app."""
@@ -263,7 +313,7 @@ async def _drive_protocol(side: str, app: Any, requests: int, warmup: int) -> li
         config=config, server_state=ServerState(), app_state={}, _loop=loop
     )
     protocol.connection_made(transport)
-    data = _request_bytes()
+    data = _request_bytes(mcp)
 
     async def one() -> None:
         nonlocal waiter
@@ -283,7 +333,12 @@ async def _drive_protocol(side: str, app: Any, requests: int, warmup: int) -> li
 
 
 def instructions(
-    side: str, requests: int, audit: str | None, warmup: int, protocol: bool = False
+    side: str,
+    requests: int,
+    audit: str | None,
+    warmup: int,
+    protocol: bool = False,
+    mcp: bool = False,
 ) -> float:
     """Instructions per request under callgrind, counted between the two markers only."""
     with tempfile.TemporaryDirectory() as out:
@@ -304,6 +359,8 @@ def instructions(
             command.append(f"--audit={audit}")
         if protocol:
             command.append("--protocol")
+        if mcp:
+            command.append("--mcp")
         env = {**os.environ, "PYTHONHASHSEED": "0"}
         done = subprocess.run(command, capture_output=True, text=True, env=env)
         if done.returncode:
@@ -332,11 +389,19 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="send request bytes through uvicorn's HTTP protocol (as each server runs it)",
     )
+    parser.add_argument(
+        "--mcp",
+        action="store_true",
+        help="send the MCP tools/call a real client sends (POST /mcp) instead of the webhook's",
+    )
     args = parser.parse_args(argv)
     if args.instructions:
-        per = instructions(args.side, args.requests, args.audit, args.warmup, args.protocol)
+        per = instructions(
+            args.side, args.requests, args.audit, args.warmup, args.protocol, args.mcp
+        )
         where = "protocol+app" if args.protocol else "app"
-        print(f"{args.side} audit={args.audit} {where}: {per:,.0f} instructions per request")
+        what = " mcp" if args.mcp else ""
+        print(f"{args.side}{what} audit={args.audit} {where}: {per:,.0f} instructions per request")
         return
     run(
         args.side,
@@ -346,6 +411,7 @@ def main(argv: list[str] | None = None) -> None:
         profile=args.profile,
         timed=args.time,
         protocol=args.protocol,
+        mcp=args.mcp,
     )
 
 

@@ -104,11 +104,26 @@ COMMANDS: dict[str, Command] = {
 
 
 def main(argv: list[str] | None = None) -> int:
+    process = argv is None  # the process's own entry point (console script, python -m)
     if argv is None:
         argv = sys.argv[1:]
     if argv[:1] == ["command"]:  # started once per tool call: its own lean parsing
+        import gc
+
+        # A process per tool call, whose start-up is mostly imports: pydantic and the core
+        # create only objects that live as long as the process. The cyclic collector would
+        # walk them again and again while they are made, and once more as the interpreter
+        # exits, to free nothing; it is paused for the imports, which are then frozen (left
+        # out of every collection, as a server does after its start-up). It is on again
+        # before the app is imported: the app's code and its handlers run with it as usual.
+        paused = process and gc.isenabled()
+        if paused:
+            gc.disable()
         from handler_kit.command.hook import main as command_main
 
+        if paused:
+            gc.freeze()
+            gc.enable()
         return command_main(argv[1:])
     if argv[:1] == ["forward"]:  # the same, and the standard library only
         from handler_kit.command.forward import main as forward_main

@@ -41,7 +41,6 @@ from __future__ import annotations
 import _thread
 import contextlib
 import json
-import logging
 import os
 import re
 import sys
@@ -54,6 +53,10 @@ from handler_kit.core.vocabulary import one_line
 
 if TYPE_CHECKING:
     import argparse
+    import logging
+    from collections.abc import Sequence
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
 
     from handler_kit.config import CommandConfig, DefaultCommandConfig
     from handler_kit.core.app import HookApp
@@ -164,18 +167,14 @@ def run(
     args: argparse.Namespace, config: CommandConfig | DefaultCommandConfig | None = None
 ) -> int:
     """Answer the one hook input on stdin; return the exit code."""
-    logs = _LogBuffer()
-    root = logging.getLogger()
-    root.addHandler(logs)
-    level = root.level
     try:
         config = config if config is not None else command_config()
     except ValueError as exc:  # a malformed setting: one line, non-blocking, like bad input
-        root.removeHandler(logs)
         _write_stderr(ERROR_EXIT, f"handler-kit: {exc}", [], args.log_file)
         return ERROR_EXIT
     debug = config.debug
-    root.setLevel(logging.DEBUG if debug else logging.WARNING)
+    logs = _LogBuffer(debug)
+    logs.start()
     with _StdoutGuard(config.tmpdir) as guard:
         watchdog = _Watchdog(guard, logs, args.log_file, debug)
         try:
@@ -183,13 +182,14 @@ def run(
         except CommandError as exc:
             code, out, err, stuck = ERROR_EXIT, b"", f"handler-kit: {exc}", False
         except Exception as exc:  # a bug of ours: still one line, still non-blocking
+            import logging
+
             logging.getLogger("handler_kit").debug("command failed", exc_info=True)
             message = f"handler-kit: internal error: {one_line(exc)}"
             code, out, err, stuck = ERROR_EXIT, b"", message, False
         finally:
             watchdog.claim()  # the answer is ours to write, or the watchdog ends the process
-            root.removeHandler(logs)
-            root.setLevel(level)
+            logs.stop()
         chatter = [f"handler-kit: stdout of the app: {line}" for line in guard.chatter()]
         guard.write_stdout(out)
         lines = chatter + logs.lines(with_traceback=debug)
@@ -464,9 +464,12 @@ def _render(runtime: str, app: HookApp, answer: Answer) -> tuple[int, bytes, str
         fail_closed=any(i.handler.fail_closed for i in answer.invocations),
         fallback=lambda what: _fallback_reason(app, answer, what),
     )
-    log = logging.getLogger("handler_kit")
-    for note in rendered.notes:
-        log.warning("%s", note)
+    if rendered.notes:
+        import logging
+
+        log = logging.getLogger("handler_kit")
+        for note in rendered.notes:
+            log.warning("%s", note)
     return rendered.code, rendered.stdout, rendered.stderr
 
 
@@ -601,15 +604,67 @@ def _anonymous_file(tmpdir: str | None) -> int | None:
     return None
 
 
-class _LogBuffer(logging.Handler):
-    """Holds log records until the answer is decided; renders each on one line."""
+class _LogBuffer:
+    """Holds log records until the answer is decided; renders each on one line.
 
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
+    The records come from a handler on the root logger, whose level is WARNING meanwhile
+    (DEBUG with ``HANDLER_KIT_DEBUG=1``). Importing :mod:`logging` is a large share of this
+    process's start-up and most runs never log, so the handler is added when something first
+    imports ``logging`` (the app or a library it uses, at import or while a handler runs, or
+    handler-kit itself to report a failure): a record logged at any point of the run is held
+    here all the same, and a run that never logs never loads ``logging``.
+    """
+
+    def __init__(self, debug: bool) -> None:
+        self.level = 10 if debug else 30  # logging.DEBUG, logging.WARNING
         self.records: list[logging.LogRecord] = []
+        self.handler: logging.Handler | None = None
+        self.saved_level = 0
+        self.watch: _LoggingImport | None = None
 
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
+    def start(self) -> None:
+        """Hold the records logged from now on."""
+        if "logging" in sys.modules:
+            self.install()
+        else:
+            self.watch = _LoggingImport(self)
+            sys.meta_path.insert(0, self.watch)
+
+    def install(self) -> None:
+        """Add the handler to the root logger (``logging`` is loaded)."""
+        self.unwatch()
+        if self.handler is not None:
+            return
+        import logging
+
+        records = self.records
+
+        class Held(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                records.append(record)
+
+        root = logging.getLogger()
+        self.handler = Held(logging.DEBUG)
+        self.saved_level = root.level
+        root.addHandler(self.handler)
+        root.setLevel(self.level)
+
+    def unwatch(self) -> None:
+        watch, self.watch = self.watch, None
+        if watch is not None:
+            with contextlib.suppress(ValueError):
+                sys.meta_path.remove(watch)
+
+    def stop(self) -> None:
+        """Hold no more records; the root logger is as it was."""
+        self.unwatch()
+        handler, self.handler = self.handler, None
+        if handler is not None:
+            import logging
+
+            root = logging.getLogger()
+            root.removeHandler(handler)
+            root.setLevel(self.saved_level)
 
     def lines(self, *, with_traceback: bool) -> list[str]:
         out = []
@@ -627,6 +682,51 @@ class _LogBuffer(logging.Handler):
                     line += "\n" + "".join(traceback.format_exception(*record.exc_info)).rstrip()
             out.append(line)
         return out
+
+
+class _LoggingImport:
+    """A meta path finder that finds nothing itself: it sees the first import of
+    :mod:`logging` and has the log buffer installed as soon as the module has run, before
+    the code that imported it can log anything."""
+
+    def __init__(self, logs: _LogBuffer) -> None:
+        self.logs = logs
+
+    def find_spec(
+        self, name: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        if name != "logging" or self.logs.watch is not self:
+            return None
+        for finder in sys.meta_path:
+            find_spec = getattr(finder, "find_spec", None)
+            if finder is self or find_spec is None:
+                continue
+            spec: ModuleSpec | None = find_spec(name, path, target)
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                    spec.loader = _ThenInstall(spec.loader, self.logs)  # type: ignore[assignment]
+                return spec
+        return None
+
+
+class _ThenInstall:
+    """The loader of :mod:`logging`, then the log buffer's handler added to its root logger."""
+
+    def __init__(self, loader: Any, logs: _LogBuffer) -> None:
+        self.loader = loader
+        self.logs = logs
+
+    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
+        module: ModuleType | None = self.loader.create_module(spec)
+        return module
+
+    def exec_module(self, module: ModuleType) -> None:
+        # the module's own loader from here on, as if it had been imported without us
+        module.__loader__ = self.loader
+        if module.__spec__ is not None:
+            module.__spec__.loader = self.loader
+        self.loader.exec_module(module)
+        self.logs.install()
 
 
 class _Watchdog:
@@ -689,6 +789,8 @@ class _Watchdog:
             self.claimed = True
         code = ERROR_EXIT
         try:
+            import logging
+
             logging.getLogger("handler_kit").warning(
                 "%s still running at the deadline (a handler that blocks, such as an async "
                 "handler calling time.sleep, holds the process): answered by the failure "

@@ -1,8 +1,9 @@
-"""The base model of every hook input and the models of the five events every runtime sends.
+"""The base model of every hook input and the models of four of the five events every runtime
+sends (UserPromptSubmit's is defined on first use, in :mod:`handler_kit.core._prompt_event`).
 
-Defined apart from :mod:`handler_kit.core.events` so that the Claude-Code-only models
-(:mod:`handler_kit.core._claude_events`) can build on them without an import cycle. Import them
-from :mod:`handler_kit.core.events`.
+Defined apart from :mod:`handler_kit.core.events` so that the models defined on first use
+(:mod:`handler_kit.core._claude_events` for the Claude-Code-only ones) can build on them without
+an import cycle. Import them from :mod:`handler_kit.core.events`.
 """
 
 # No ``from __future__ import annotations`` in this module: with it, pydantic evaluates the
@@ -218,14 +219,6 @@ class SessionStart(HookEvent):
         # Runbear sends no source: its SessionStart is always a startup (a thread's first
         # message), so matcher="startup" must select it.
         return "startup" if self.source is None else self.source
-
-
-class UserPromptSubmit(HookEvent):
-    """A user message arrives, before the model sees it. Context or block."""
-
-    session_title: str | None = Field(
-        default=None, description="Claude Code: title of the session, when one is set."
-    )
 
 
 class PreToolUse(_ToolEvent):

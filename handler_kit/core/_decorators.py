@@ -72,48 +72,55 @@ ON_OPTIONS = (
 )
 
 # One type variable per event, each bound to that event's handler type: the decorated function
-# keeps its own type, and a function that is not a handler of the event is refused.
-SessionStartHandler = TypeVar("SessionStartHandler", bound="EventHandler[SessionStart]")
-UserPromptSubmitHandler = TypeVar("UserPromptSubmitHandler", bound="EventHandler[UserPromptSubmit]")
-PreToolUseHandler = TypeVar("PreToolUseHandler", bound="EventHandler[PreToolUse]")
-PostToolUseHandler = TypeVar("PostToolUseHandler", bound="EventHandler[PostToolUse]")
-StopHandler = TypeVar("StopHandler", bound="EventHandler[Stop]")
-PostToolUseFailureHandler = TypeVar(
-    "PostToolUseFailureHandler", bound="EventHandler[PostToolUseFailure]"
-)
-PostToolBatchHandler = TypeVar("PostToolBatchHandler", bound="EventHandler[PostToolBatch]")
-PermissionRequestHandler = TypeVar(
-    "PermissionRequestHandler", bound="EventHandler[PermissionRequest]"
-)
-PermissionDeniedHandler = TypeVar("PermissionDeniedHandler", bound="EventHandler[PermissionDenied]")
-SubagentStartHandler = TypeVar("SubagentStartHandler", bound="EventHandler[SubagentStart]")
-SubagentStopHandler = TypeVar("SubagentStopHandler", bound="EventHandler[SubagentStop]")
-StopFailureHandler = TypeVar("StopFailureHandler", bound="EventHandler[StopFailure]")
-SessionEndHandler = TypeVar("SessionEndHandler", bound="EventHandler[SessionEnd]")
-SetupHandler = TypeVar("SetupHandler", bound="EventHandler[Setup]")
-InstructionsLoadedHandler = TypeVar(
-    "InstructionsLoadedHandler", bound="EventHandler[InstructionsLoaded]"
-)
-UserPromptExpansionHandler = TypeVar(
-    "UserPromptExpansionHandler", bound="EventHandler[UserPromptExpansion]"
-)
-MessageDisplayHandler = TypeVar("MessageDisplayHandler", bound="EventHandler[MessageDisplay]")
-NotificationHandler = TypeVar("NotificationHandler", bound="EventHandler[Notification]")
-TaskCreatedHandler = TypeVar("TaskCreatedHandler", bound="EventHandler[TaskCreated]")
-TaskCompletedHandler = TypeVar("TaskCompletedHandler", bound="EventHandler[TaskCompleted]")
-TeammateIdleHandler = TypeVar("TeammateIdleHandler", bound="EventHandler[TeammateIdle]")
-ConfigChangeHandler = TypeVar("ConfigChangeHandler", bound="EventHandler[ConfigChange]")
-CwdChangedHandler = TypeVar("CwdChangedHandler", bound="EventHandler[CwdChanged]")
-DirectoryAddedHandler = TypeVar("DirectoryAddedHandler", bound="EventHandler[DirectoryAdded]")
-FileChangedHandler = TypeVar("FileChangedHandler", bound="EventHandler[FileChanged]")
-WorktreeCreateHandler = TypeVar("WorktreeCreateHandler", bound="EventHandler[WorktreeCreate]")
-WorktreeRemoveHandler = TypeVar("WorktreeRemoveHandler", bound="EventHandler[WorktreeRemove]")
-PreCompactHandler = TypeVar("PreCompactHandler", bound="EventHandler[PreCompact]")
-PostCompactHandler = TypeVar("PostCompactHandler", bound="EventHandler[PostCompact]")
-ElicitationHandler = TypeVar("ElicitationHandler", bound="EventHandler[Elicitation]")
-ElicitationResultHandler = TypeVar(
-    "ElicitationResultHandler", bound="EventHandler[ElicitationResult]"
-)
+# keeps its own type, and a function that is not a handler of the event is refused. For type
+# checkers only: at run time the annotations that name them are never evaluated, and making
+# thirty type variables (each compiling its bound) is a share of a command hook's start-up.
+if TYPE_CHECKING:
+    SessionStartHandler = TypeVar("SessionStartHandler", bound="EventHandler[SessionStart]")
+    UserPromptSubmitHandler = TypeVar(
+        "UserPromptSubmitHandler", bound="EventHandler[UserPromptSubmit]"
+    )
+    PreToolUseHandler = TypeVar("PreToolUseHandler", bound="EventHandler[PreToolUse]")
+    PostToolUseHandler = TypeVar("PostToolUseHandler", bound="EventHandler[PostToolUse]")
+    StopHandler = TypeVar("StopHandler", bound="EventHandler[Stop]")
+    PostToolUseFailureHandler = TypeVar(
+        "PostToolUseFailureHandler", bound="EventHandler[PostToolUseFailure]"
+    )
+    PostToolBatchHandler = TypeVar("PostToolBatchHandler", bound="EventHandler[PostToolBatch]")
+    PermissionRequestHandler = TypeVar(
+        "PermissionRequestHandler", bound="EventHandler[PermissionRequest]"
+    )
+    PermissionDeniedHandler = TypeVar(
+        "PermissionDeniedHandler", bound="EventHandler[PermissionDenied]"
+    )
+    SubagentStartHandler = TypeVar("SubagentStartHandler", bound="EventHandler[SubagentStart]")
+    SubagentStopHandler = TypeVar("SubagentStopHandler", bound="EventHandler[SubagentStop]")
+    StopFailureHandler = TypeVar("StopFailureHandler", bound="EventHandler[StopFailure]")
+    SessionEndHandler = TypeVar("SessionEndHandler", bound="EventHandler[SessionEnd]")
+    SetupHandler = TypeVar("SetupHandler", bound="EventHandler[Setup]")
+    InstructionsLoadedHandler = TypeVar(
+        "InstructionsLoadedHandler", bound="EventHandler[InstructionsLoaded]"
+    )
+    UserPromptExpansionHandler = TypeVar(
+        "UserPromptExpansionHandler", bound="EventHandler[UserPromptExpansion]"
+    )
+    MessageDisplayHandler = TypeVar("MessageDisplayHandler", bound="EventHandler[MessageDisplay]")
+    NotificationHandler = TypeVar("NotificationHandler", bound="EventHandler[Notification]")
+    TaskCreatedHandler = TypeVar("TaskCreatedHandler", bound="EventHandler[TaskCreated]")
+    TaskCompletedHandler = TypeVar("TaskCompletedHandler", bound="EventHandler[TaskCompleted]")
+    TeammateIdleHandler = TypeVar("TeammateIdleHandler", bound="EventHandler[TeammateIdle]")
+    ConfigChangeHandler = TypeVar("ConfigChangeHandler", bound="EventHandler[ConfigChange]")
+    CwdChangedHandler = TypeVar("CwdChangedHandler", bound="EventHandler[CwdChanged]")
+    DirectoryAddedHandler = TypeVar("DirectoryAddedHandler", bound="EventHandler[DirectoryAdded]")
+    FileChangedHandler = TypeVar("FileChangedHandler", bound="EventHandler[FileChanged]")
+    WorktreeCreateHandler = TypeVar("WorktreeCreateHandler", bound="EventHandler[WorktreeCreate]")
+    WorktreeRemoveHandler = TypeVar("WorktreeRemoveHandler", bound="EventHandler[WorktreeRemove]")
+    PreCompactHandler = TypeVar("PreCompactHandler", bound="EventHandler[PreCompact]")
+    PostCompactHandler = TypeVar("PostCompactHandler", bound="EventHandler[PostCompact]")
+    ElicitationHandler = TypeVar("ElicitationHandler", bound="EventHandler[Elicitation]")
+    ElicitationResultHandler = TypeVar(
+        "ElicitationResultHandler", bound="EventHandler[ElicitationResult]"
+    )
 
 
 class EventDecorators:

@@ -23,9 +23,11 @@ import re
 _SPACE = "\\t\\n\\x0b\\x0c\\r \\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
 # JavaScript's . matches anything but a line terminator.
 _DOT = "[^\\n\\r\\u2028\\u2029]"
-_QUANTIFIER = re.compile(r"\{([0-9]+)(,([0-9]*))?\}")
-_HEX2 = re.compile(r"[0-9A-Fa-f]{2}")
-_HEX4 = re.compile(r"[0-9A-Fa-f]{4}")
+# Patterns, compiled on first use (by re's own cache): most matchers need none of them, and
+# compiling is a measurable share of a command hook's start-up.
+_QUANTIFIER = r"\{([0-9]+)(,([0-9]*))?\}"
+_HEX2 = r"[0-9A-Fa-f]{2}"
+_HEX4 = r"[0-9A-Fa-f]{4}"
 _CONTROL = {"f": "\x0c", "n": "\n", "r": "\r", "t": "\t", "v": "\x0b"}
 _DIGITS = "0123456789"
 # Escaped letters JavaScript reads as the letter itself, with what the author likely meant.
@@ -88,7 +90,7 @@ class _Translator:
             elif char in "*+?":
                 self.quantifier(char, 1)
             elif char == "{":
-                found = _QUANTIFIER.match(src, self.pos)
+                found = re.compile(_QUANTIFIER).match(src, self.pos)
                 if found is None:  # not a quantifier: a literal brace, as in every browser
                     self.emit("\\{", 1)
                 else:
@@ -247,15 +249,15 @@ class _Translator:
             return "\x00", 2
         if char == "c" and src[at + 2 : at + 3].isascii() and src[at + 2 : at + 3].isalpha():
             return chr(ord(src[at + 2]) % 32), 3
-        if char == "x" and _HEX2.match(src, at + 2):
+        if char == "x" and re.compile(_HEX2).match(src, at + 2):
             return chr(int(src[at + 2 : at + 4], 16)), 4
         if char == "u":
             if src.startswith("{", at + 2):
                 raise self.fail("\\u{...} needs the u flag, which a matcher does not have", at)
-            if _HEX4.match(src, at + 2):
+            if re.compile(_HEX4).match(src, at + 2):
                 code = int(src[at + 2 : at + 6], 16)
                 low = src[at + 8 : at + 12] if src.startswith("\\u", at + 6) else ""
-                if 0xD800 <= code < 0xDC00 and _HEX4.fullmatch(low):
+                if 0xD800 <= code < 0xDC00 and re.fullmatch(_HEX4, low):
                     pair = int(low, 16)
                     if 0xDC00 <= pair < 0xE000:  # one astral character, as JavaScript reads it
                         return chr(0x10000 + ((code - 0xD800) << 10) + (pair - 0xDC00)), 12

@@ -13,7 +13,6 @@ without it (see :func:`handler_kit.command.hook._run_answer`).
 from __future__ import annotations
 
 import inspect
-import logging
 import threading
 import time
 from collections import deque
@@ -24,6 +23,7 @@ from pydantic_core import PydanticSerializationError, to_json
 
 from handler_kit.core._coroutines import Resume
 from handler_kit.core._decorators import EventDecorators
+from handler_kit.core._log import lazy_logger
 from handler_kit.core.events import EVENT_MODELS, MATCHERLESS_EVENTS, HookEvent, model_for
 from handler_kit.core.matchers import is_match_all
 from handler_kit.core.merge import Failure, merge
@@ -53,7 +53,8 @@ if TYPE_CHECKING:
     from handler_kit.config import ServerConfig
     from handler_kit.server.app import HandlerKitASGI
 
-logger = logging.getLogger("handler_kit")
+# logging is imported when something is first logged: a run that logs nothing never loads it
+logger = lazy_logger("handler_kit")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -382,43 +383,119 @@ class HookApp(EventDecorators):
     async def _invoke(self, handler: Handler, event: HookEvent, started: float) -> Invocation:
         """Run one handler within its deadline, counted from ``started`` (when the answer
         began, the same for every handler of the event)."""
-        event_name = event.hook_event_name
-        try:
-            if handler.is_async and not self.wrappers:
-                # _run_async_fast's first step, inline: a gate that decides without awaiting
-                # (most do) costs no coroutine of ours and no timer
+        if handler.is_async and not self.wrappers:
+            # _step, inline (this is every MCP answer's path): a gate that decides without
+            # awaiting (most do) costs no coroutine of ours and no timer
+            try:
                 coro: Coroutine[Any, Any, Any] = handler.func(event)  # type: ignore[assignment]
                 try:
                     yielded = coro.send(None)
                 except StopIteration as stop:
-                    if time.perf_counter() > started + handler.deadline:
-                        raise _blocked(handler, started) from None
                     value = stop.value
-                    if type(value) is Output:  # normalize's case for a helper's output
-                        value.check(event_name)
-                        output = value
-                    else:
-                        output = normalize(event_name, value)
                 else:
-                    output = await self._resume(handler, event, coro, yielded, started)
-            else:
-                import asyncio
+                    return await self._finish(handler, event, coro, yielded, started)
+            except Exception as exc:
+                return self._caught(handler, event.hook_event_name, exc, started)
+            return _ok(handler, self._answered(handler, event, value, started), started)
+        try:
+            import asyncio
 
-                remaining = handler.deadline - (time.perf_counter() - started)
-                async with asyncio.timeout(max(remaining, 0.0)):
-                    if self.wrappers:
-                        output = await self._wrapped(handler, event, started)
-                    else:
-                        output = await self._run(handler, event, started)
-        except TimeoutError:
+            remaining = handler.deadline - (time.perf_counter() - started)
+            async with asyncio.timeout(max(remaining, 0.0)):
+                if self.wrappers:
+                    output = await self._wrapped(handler, event, started)
+                else:
+                    output = await self._run(handler, event, started)
+        except Exception as exc:
+            return self._caught(handler, event.hook_event_name, exc, started)
+        settled = self._settle(handler, event, output, started, time.perf_counter())
+        return _ok(handler, settled, started)
+
+    def _step(
+        self, handler: Handler, event: HookEvent, started: float
+    ) -> Output | Invocation | Coroutine[Any, Any, Invocation]:
+        """The first step of an async handler run without wrappers, run inline.
+
+        The handler's output when it answered on that step, checked, within its deadline and
+        sendable (the invocation is OK); its :class:`Invocation` when it failed, or when its
+        answer is its failure policy's; or, when it suspended, a coroutine that finishes it
+        under its deadline and gives its invocation. :meth:`_invoke` and the webhook's route of
+        a single handler (which makes no invocation for an OK answer) both start here.
+        """
+        try:
+            coro: Coroutine[Any, Any, Any] = handler.func(event)  # type: ignore[assignment]
+            try:
+                yielded = coro.send(None)
+            except StopIteration as stop:
+                value = stop.value
+            else:
+                return self._finish(handler, event, coro, yielded, started)
+        except Exception as exc:
+            return self._caught(handler, event.hook_event_name, exc, started)
+        return self._answered(handler, event, value, started)
+
+    def _answered(
+        self, handler: Handler, event: HookEvent, value: Any, started: float
+    ) -> Output | Invocation:
+        """What :meth:`_step` gives for a handler that returned ``value`` on its first step,
+        the step having begun at ``started``. The webhook's route of a handler whose code
+        cannot suspend awaits the handler itself (no ``StopIteration`` to catch) and comes
+        here with its value."""
+        event_name = event.hook_event_name
+        now = time.perf_counter()
+        try:
+            if now > started + handler.deadline:
+                raise _blocked(handler, started)
+            if type(value) is Output:  # normalize's case for a helper's output
+                value.check(event_name)
+                output = value
+            else:
+                output = normalize(event_name, value)
+        except Exception as exc:
+            return self._caught(handler, event_name, exc, started)
+        if (
+            output.updated_input is None
+            and not output.specific
+            and not output.extra
+            and output.decision != "block"
+        ):
+            return output  # _settle has nothing to check: JSON-safe, on time, no loop to guard
+        return self._settle(handler, event, output, started, now)
+
+    async def _finish(
+        self,
+        handler: Handler,
+        event: HookEvent,
+        coro: Coroutine[Any, Any, Any],
+        yielded: Any,
+        started: float,
+    ) -> Invocation:
+        """The invocation of an async handler whose first step suspended."""
+        try:
+            output = await self._resume(handler, event, coro, yielded, started)
+        except Exception as exc:
+            return self._caught(handler, event.hook_event_name, exc, started)
+        settled = self._settle(handler, event, output, started, time.perf_counter())
+        return _ok(handler, settled, started)
+
+    def _caught(
+        self, handler: Handler, event_name: str, exc: Exception, started: float
+    ) -> Invocation:
+        """The invocation of a handler run that raised ``exc`` (called in its ``except``)."""
+        if isinstance(exc, TimeoutError):
             return self._failed(handler, Status.TIMEOUT, TIMEOUT_MESSAGE, started)
-        except OutputError as exc:
+        if isinstance(exc, OutputError):
             message = f"{handler.name} returned an answer {event_name} cannot carry: {exc}"
             logger.error(message)
             return self._failed(handler, Status.ERROR, message, started)
-        except Exception as exc:
-            logger.exception("handler %s failed on %s", handler.name, event_name)
-            return self._failed(handler, Status.ERROR, f"{type(exc).__name__}: {exc}", started)
+        logger.exception("handler %s failed on %s", handler.name, event_name)
+        return self._failed(handler, Status.ERROR, f"{type(exc).__name__}: {exc}", started)
+
+    def _settle(
+        self, handler: Handler, event: HookEvent, output: Output, started: float, now: float
+    ) -> Output | Invocation:
+        """``output``, answered at ``now``, when it can be sent as it is; otherwise the
+        invocation that answers instead (not JSON, past the deadline, or a loop guarded)."""
         if output.updated_input is not None or output.specific or output.extra:
             try:  # what the handler put in is sent as JSON: a value JSON cannot carry is its bug
                 _check_json(
@@ -436,7 +513,8 @@ class HookApp(EventDecorators):
                 message = f"{handler.name} returned a value JSON cannot carry: {exc}"
                 logger.error(message)
                 return self._failed(handler, Status.ERROR, message, started)
-        elapsed = time.perf_counter() - started
+            now = time.perf_counter()
+        elapsed = now - started
         if elapsed > handler.deadline:
             # An answer outlives its deadline when the event loop could not cut it off in
             # time: something held the loop. The runtime may have given up already, and the
@@ -449,20 +527,19 @@ class HookApp(EventDecorators):
                 handler.deadline,
             )
             return self._failed(handler, Status.TIMEOUT, TIMEOUT_MESSAGE, started)
-        latency = elapsed * 1000
         if (
             output.decision == "block"
             and handler.stop_loop_guard
-            and event_name in LOOP_GUARDED_EVENTS
+            and event.hook_event_name in LOOP_GUARDED_EVENTS
             and getattr(event, "stop_hook_active", None) is True
         ):
             logger.warning(
                 "%s blocked a %s while stop_hook_active was true: not sent, to avoid a loop",
                 handler.name,
-                event_name,
+                event.hook_event_name,
             )
-            return Invocation(handler, Status.LOOP_GUARDED, None, None, latency)
-        return Invocation(handler, Status.OK, output, None, latency)
+            return Invocation(handler, Status.LOOP_GUARDED, None, None, elapsed * 1000)
+        return output
 
     @staticmethod
     async def _run_async_fast(handler: Handler, event: HookEvent, started: float) -> Output:
@@ -554,6 +631,13 @@ class HookApp(EventDecorators):
             else:
                 results.append(inv.output)
         return merge(name, results).to_output().render(name)
+
+
+def _ok(handler: Handler, settled: Output | Invocation, started: float) -> Invocation:
+    """The invocation of a run :meth:`HookApp._settle` settled: OK for an output."""
+    if isinstance(settled, Invocation):
+        return settled
+    return Invocation(handler, Status.OK, settled, None, (time.perf_counter() - started) * 1000)
 
 
 def _blocked(handler: Handler, started: float) -> TimeoutError:

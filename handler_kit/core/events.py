@@ -9,8 +9,9 @@ description (the MCP tools' input schemas carry them), and a model built in code
 event (``PreToolUse(tool_name="Bash")``), while an input read from a runtime must name it.
 
 Schemas are built on first use (``defer_build``), and the classes of the Claude-Code-only events
-are only defined on first use (they live in :mod:`handler_kit.core._claude_events`): a command hook
-that handles one PreToolUse pays for a few classes and one schema, not forty.
+are only defined on first use (they live in :mod:`handler_kit.core._claude_events`), as is
+UserPromptSubmit's (:mod:`handler_kit.core._prompt_event`): a command hook that handles one
+PreToolUse pays for a few classes and one schema, not forty.
 """
 
 from __future__ import annotations
@@ -19,14 +20,7 @@ import importlib
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from handler_kit.core._base_events import (
-    HookEvent,
-    PostToolUse,
-    PreToolUse,
-    SessionStart,
-    Stop,
-    UserPromptSubmit,
-)
+from handler_kit.core._base_events import HookEvent, PostToolUse, PreToolUse, SessionStart, Stop
 from handler_kit.core.names import EVENT_NAMES, MATCHERLESS_EVENTS, RUNBEAR_EVENTS
 
 if TYPE_CHECKING:
@@ -58,6 +52,7 @@ if TYPE_CHECKING:
         WorktreeCreate,
         WorktreeRemove,
     )
+    from handler_kit.core._prompt_event import UserPromptSubmit
 
 __all__ = [
     "EVENT_MODELS",
@@ -100,12 +95,14 @@ __all__ = [
     "parse_event",
 ]
 
-# The models of the five Runbear events are in handler_kit.core._base_events, the others in
-# handler_kit.core._claude_events, imported on first use (see _EventModels).
+# The models of four Runbear events are in handler_kit.core._base_events; UserPromptSubmit's
+# (which an app seldom imports by name) is in handler_kit.core._prompt_event, the others in
+# handler_kit.core._claude_events, each imported on first use (see _EventModels).
 _EAGER: dict[str, type[HookEvent]] = {
-    cls.__name__: cls for cls in (SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, Stop)
+    cls.__name__: cls for cls in (SessionStart, PreToolUse, PostToolUse, Stop)
 }
 _LAZY_MODULE = "handler_kit.core._claude_events"
+_LAZY_MODULES = {"UserPromptSubmit": "handler_kit.core._prompt_event"}
 
 
 class _EventModels(Mapping[str, "type[HookEvent]"]):
@@ -122,7 +119,8 @@ class _EventModels(Mapping[str, "type[HookEvent]"]):
             return model
         if name not in _NAME_SET:
             raise KeyError(name)
-        model_class: type[HookEvent] = getattr(importlib.import_module(_LAZY_MODULE), name)
+        module = importlib.import_module(_LAZY_MODULES.get(name, _LAZY_MODULE))
+        model_class: type[HookEvent] = getattr(module, name)
         return model_class
 
     def __contains__(self, name: object) -> bool:
@@ -143,9 +141,9 @@ EVENT_MODELS: Mapping[str, type[HookEvent]] = _EventModels()
 
 
 def __getattr__(name: str) -> Any:
-    """The Claude-Code-only event models, defined on first access (PEP 562)."""
+    """The event models not defined at import, each defined on first access (PEP 562)."""
     if name in _NAME_SET:
-        return getattr(importlib.import_module(_LAZY_MODULE), name)
+        return getattr(importlib.import_module(_LAZY_MODULES.get(name, _LAZY_MODULE)), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -18,17 +18,20 @@ from collections.abc import Callable
 
 from handler_kit.core._js_regex import JsRegexError, translate
 
-_EXACT_LIST = re.compile(r"[A-Za-z0-9_\-\s|,]*")
-_SEPARATORS = re.compile(r"[|,]")
-# What each runtime replaces in a name (see tool_matcher)
-_NOT_WORD = re.compile(r"[^A-Za-z0-9_]")
-_NOT_WORD_OR_DASH_RUN = re.compile(r"[^A-Za-z0-9-]+")
-_NOT_WORD_OR_DASH = re.compile(r"[^A-Za-z0-9_-]")
+# Sets of characters rather than regular expressions: compiling a pattern is a measurable
+# share of a command hook's start-up, and these are all one-character classes.
+_ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+# a list of exact names: these and whitespace (as ``\s`` has it: ``str.isspace``)
+_EXACT_LIST = _ALNUM | frozenset("_-|,")
+# What each runtime keeps in a name (see tool_matcher)
+_WORD = _ALNUM | {"_"}
+_WORD_OR_DASH = _WORD | {"-"}
+_ALNUM_OR_DASH = _ALNUM | {"-"}
 # A server renamed because its name was taken: _2, _3, ...
 _TWIN = "(?:_[0-9]+)?"
 # Special in a regular expression, in JavaScript or Python: escaped with a backslash, which
 # both read as the character itself.
-_SPECIAL = re.compile(r"([\\^$.|?*+()\[\]{}/])")
+_SPECIAL = frozenset("\\^$.|?*+()[]{}/")
 
 
 class MatcherError(ValueError):
@@ -43,8 +46,8 @@ def compile_matcher(matcher: str | None) -> Callable[[str | None], bool]:
     """
     if matcher is None or matcher.strip() in ("", "*"):
         return _match_all
-    if _EXACT_LIST.fullmatch(matcher):
-        names = frozenset(n.strip() for n in _SEPARATORS.split(matcher) if n.strip())
+    if all(c in _EXACT_LIST or c.isspace() for c in matcher):
+        names = frozenset(n.strip() for n in matcher.replace(",", "|").split("|") if n.strip())
         return lambda value: value in names
     try:
         pattern = re.compile(translate(matcher), re.ASCII)
@@ -85,22 +88,20 @@ def tool_matcher(server: str, tool: str) -> str:
         raise ValueError("tool_matcher() needs a tool name")
     # Claude Agent SDK agents: the namespace trimmed, every run of characters other than
     # letters, digits and '-' collapsed to '_', leading and trailing '_' removed.
-    sdk_server = _NOT_WORD_OR_DASH_RUN.sub("_", server.strip()).strip("_")
+    sdk_server = _replaced(server.strip(), _ALNUM_OR_DASH, collapse=True).strip("_")
     if not sdk_server:
         raise ValueError(f"MCP server name {server!r} has no letter or digit")
     # Anthropic agents: every character other than letters, digits and '_' replaced by '_';
     # the sandbox runtime joins the same two parts with '__'.
-    spellings = [
-        f"{_escape(_NOT_WORD.sub('_', server))}{_TWIN}__?{_escape(_NOT_WORD.sub('_', tool))}"
-    ]
-    if _NOT_WORD.search(server + tool):
+    spellings = [f"{_escape(_replaced(server, _WORD))}{_TWIN}__?{_escape(_replaced(tool, _WORD))}"]
+    if not _WORD.issuperset(server + tool):
         spellings.append(f"{_escape(server)}_{_escape(tool)}")  # Classic agents: as they are
     spellings.append(f"mcp__{_escape(sdk_server)}{_TWIN}__{_escape(tool)}")
     # Claude Code's own normalization: each character other than letters, digits, '_' and '-'
     # replaced by '_', in the server and in the tool name.
     claude_code = (
-        f"mcp__{_escape(_NOT_WORD_OR_DASH.sub('_', server))}{_TWIN}"
-        f"__{_escape(_NOT_WORD_OR_DASH.sub('_', tool))}"
+        f"mcp__{_escape(_replaced(server, _WORD_OR_DASH))}{_TWIN}"
+        f"__{_escape(_replaced(tool, _WORD_OR_DASH))}"
     )
     if claude_code not in spellings:
         spellings.append(claude_code)
@@ -113,7 +114,22 @@ def _shown(matcher: str) -> str:
 
 
 def _escape(name: str) -> str:
-    return _SPECIAL.sub(r"\\\1", name)
+    return "".join("\\" + c if c in _SPECIAL else c for c in name)
+
+
+def _replaced(name: str, kept: frozenset[str], *, collapse: bool = False) -> str:
+    """``name`` with each character not in ``kept`` replaced by ``_`` (each run of them by
+    one ``_`` with ``collapse``)."""
+    out: list[str] = []
+    in_run = False
+    for c in name:
+        if c in kept:
+            out.append(c)
+            in_run = False
+        elif not (collapse and in_run):
+            out.append("_")
+            in_run = True
+    return "".join(out)
 
 
 def _match_all(value: str | None) -> bool:

@@ -21,7 +21,6 @@ The rules, in document (registration) order:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from handler_kit.core.outputs import BLOCK_EVENTS, SAFE_DECISIONS, Output, cap_context
@@ -35,29 +34,106 @@ RUNBEAR_CONTEXT_EVENTS = frozenset({"SessionStart", "UserPromptSubmit", "PostToo
 _SEVERITY = {"allow": 1, "ask": 2, "defer": 3, "deny": 4}
 
 
-@dataclass(slots=True)
+# Failure and Merged are plain slotted classes, written out rather than made by
+# ``dataclasses`` (whose generated methods are compiled at import, in every command hook's
+# start-up), with what the dataclasses had: constructor, repr, equality, ``__match_args__``.
+
+
 class Failure:
     """A handler that failed (raised, timed out, answered something unreadable)."""
 
-    fail_closed: bool = False
-    notice: str | None = None
+    __slots__ = ("fail_closed", "notice")
+    __match_args__ = ("fail_closed", "notice")
+
+    fail_closed: bool
+    notice: str | None
+
+    def __init__(self, fail_closed: bool = False, notice: str | None = None) -> None:
+        self.fail_closed = fail_closed
+        self.notice = notice
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}(fail_closed={self.fail_closed!r}, notice={self.notice!r})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Failure) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.fail_closed, self.notice) == (other.fail_closed, other.notice)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
 
 
-@dataclass(slots=True)
 class Merged:
     """The combined answer to one event."""
 
+    __match_args__ = (
+        "event",
+        "decision",
+        "reason",
+        "contexts",
+        "updated_input",
+        "continue_",
+        "stop_reason",
+        "system_messages",
+        "suppress_output",
+        "specific",
+        "extra",
+    )
+    __slots__ = __match_args__
+
     event: str
-    decision: str | None = None
-    reason: str | None = None
-    contexts: list[str] = field(default_factory=list)
-    updated_input: dict[str, Any] | None = None
-    continue_: bool | None = None
-    stop_reason: str | None = None
-    system_messages: list[str] = field(default_factory=list)
-    suppress_output: bool | None = None
-    specific: dict[str, Any] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)
+    decision: str | None
+    reason: str | None
+    contexts: list[str]
+    updated_input: dict[str, Any] | None
+    continue_: bool | None
+    stop_reason: str | None
+    system_messages: list[str]
+    suppress_output: bool | None
+    specific: dict[str, Any]
+    extra: dict[str, Any]
+
+    def __init__(
+        self,
+        event: str,
+        decision: str | None = None,
+        reason: str | None = None,
+        contexts: list[str] | None = None,
+        updated_input: dict[str, Any] | None = None,
+        continue_: bool | None = None,
+        stop_reason: str | None = None,
+        system_messages: list[str] | None = None,
+        suppress_output: bool | None = None,
+        specific: dict[str, Any] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        self.event = event
+        self.decision = decision
+        self.reason = reason
+        self.contexts = [] if contexts is None else contexts
+        self.updated_input = updated_input
+        self.continue_ = continue_
+        self.stop_reason = stop_reason
+        self.system_messages = [] if system_messages is None else system_messages
+        self.suppress_output = suppress_output
+        self.specific = {} if specific is None else specific
+        self.extra = {} if extra is None else extra
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__match_args__)
+        return f"{type(self).__qualname__}({shown})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Merged) or other.__class__ is not self.__class__:
+            return NotImplemented
+        fields = self.__match_args__
+        return tuple(getattr(self, name) for name in fields) == tuple(
+            getattr(other, name) for name in fields
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
 
     def to_output(self) -> Output:
         """One :class:`Output` carrying the merged answer (contexts joined by blank lines)."""

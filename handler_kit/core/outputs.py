@@ -293,7 +293,10 @@ def allow(reason: str | None = None, updated_input: dict[str, Any] | None = None
 
 def deny(reason: str) -> Output:
     """Refuse the tool call; ``reason`` is handed to the model as the tool's error result."""
-    return Output(decision="deny", reason=_reason(reason))
+    # _reason's check inline and the fields by position: a gate calls this on every refusal
+    if not isinstance(reason, str) or not reason:
+        raise TypeError("a reason must be a non-empty string")
+    return Output("deny", reason)
 
 
 def ask(reason: str | None = None, updated_input: dict[str, Any] | None = None) -> Output:
@@ -315,7 +318,9 @@ def rewrite(updated_input: dict[str, Any], reason: str | None = None) -> Output:
 def block(reason: str) -> Output:
     """Block: the prompt (UserPromptSubmit), or send the agent back to work (Stop), or give
     feedback next to a tool result (PostToolUse)."""
-    return Output(decision="block", reason=_reason(reason))
+    if not isinstance(reason, str) or not reason:  # as in deny()
+        raise TypeError("a reason must be a non-empty string")
+    return Output("block", reason)
 
 
 def context(text: str) -> Output:
@@ -328,12 +333,6 @@ def context(text: str) -> Output:
 def halt(stop_reason: str | None = None) -> Output:
     """Stop the agent entirely (``continue: false``); ``stop_reason`` is shown to the user."""
     return Output(continue_=False, stop_reason=stop_reason)
-
-
-def _reason(reason: str) -> str:
-    if not isinstance(reason, str) or not reason:
-        raise TypeError("a reason must be a non-empty string")
-    return reason
 
 
 def _input(updated_input: dict[str, Any] | None) -> dict[str, Any] | None:

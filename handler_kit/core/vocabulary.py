@@ -11,7 +11,6 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypeVar
 
 from pydantic_core import PydanticSerializationError, from_json, to_json
@@ -77,51 +76,172 @@ def server_deadline(timeout: float) -> float:
     return max(timeout - min(0.5, timeout * 0.1), 0.01)
 
 
-@dataclass(slots=True, eq=False)
+# Handler, Invocation and Answer are plain slotted classes, written out rather than made by
+# ``dataclasses``: the generated methods are compiled at import, a measurable part of the
+# start-up of a command hook (one process per tool call). Each has what the dataclass had: the
+# same constructor, repr, equality (identity for Handler) and ``__match_args__``.
+
+
 class Handler:
     """One registered handler and its options."""
+
+    __slots__ = (
+        "deadline",
+        "description",
+        "event",
+        "fail_closed",
+        "func",
+        "idempotent",
+        "is_async",
+        "matcher",
+        "matches",
+        "name",
+        "stop_loop_guard",
+        "timeout",
+    )
+    __match_args__ = (
+        "name",
+        "event",
+        "func",
+        "matcher",
+        "timeout",
+        "fail_closed",
+        "stop_loop_guard",
+        "idempotent",
+        "description",
+    )
 
     name: str
     event: str
     func: HandlerFunc
-    matcher: str | None = None
-    timeout: float = DEFAULT_TIMEOUT
-    fail_closed: bool = False
-    stop_loop_guard: bool = True
-    idempotent: bool = False
-    description: str = ""
-    is_async: bool = field(init=False)
-    deadline: float = field(init=False)
-    matches: Callable[[str | None], bool] = field(init=False, repr=False)
+    matcher: str | None
+    timeout: float
+    fail_closed: bool
+    stop_loop_guard: bool
+    idempotent: bool
+    description: str
+    is_async: bool
+    deadline: float
+    matches: Callable[[str | None], bool]
 
-    def __post_init__(self) -> None:
-        self.is_async = inspect.iscoroutinefunction(self.func)
-        self.deadline = server_deadline(self.timeout)
-        self.matches = compile_matcher(self.matcher)
+    def __init__(
+        self,
+        name: str,
+        event: str,
+        func: HandlerFunc,
+        matcher: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        fail_closed: bool = False,
+        stop_loop_guard: bool = True,
+        idempotent: bool = False,
+        description: str = "",
+    ) -> None:
+        self.name = name
+        self.event = event
+        self.func = func
+        self.matcher = matcher
+        self.timeout = timeout
+        self.fail_closed = fail_closed
+        self.stop_loop_guard = stop_loop_guard
+        self.idempotent = idempotent
+        self.description = description
+        self.is_async = inspect.iscoroutinefunction(func)
+        self.deadline = server_deadline(timeout)
+        self.matches = compile_matcher(matcher)
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}(name={self.name!r}, event={self.event!r}, "
+            f"func={self.func!r}, matcher={self.matcher!r}, timeout={self.timeout!r}, "
+            f"fail_closed={self.fail_closed!r}, stop_loop_guard={self.stop_loop_guard!r}, "
+            f"idempotent={self.idempotent!r}, description={self.description!r}, "
+            f"is_async={self.is_async!r}, deadline={self.deadline!r})"
+        )
 
     @property
     def model(self) -> type[HookEvent]:
         return model_for(self.event)
 
 
-@dataclass(slots=True)
 class Invocation:
     """What one handler did with one event: kept for the audit trail and metrics."""
 
+    __slots__ = ("error", "handler", "latency_ms", "output", "status")
+    __match_args__ = ("handler", "status", "output", "error", "latency_ms")
+
     handler: Handler
     status: Status
-    output: Output | None = None
-    error: str | None = None
-    latency_ms: float = 0.0
+    output: Output | None
+    error: str | None
+    latency_ms: float
+
+    def __init__(
+        self,
+        handler: Handler,
+        status: Status,
+        output: Output | None = None,
+        error: str | None = None,
+        latency_ms: float = 0.0,
+    ) -> None:
+        self.handler = handler
+        self.status = status
+        self.output = output
+        self.error = error
+        self.latency_ms = latency_ms
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}(handler={self.handler!r}, status={self.status!r}, "
+            f"output={self.output!r}, error={self.error!r}, latency_ms={self.latency_ms!r})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Invocation) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.handler, self.status, self.output, self.error, self.latency_ms) == (
+            other.handler,
+            other.status,
+            other.output,
+            other.error,
+            other.latency_ms,
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
 
 
-@dataclass(slots=True)
 class Answer:
     """The server's answer to one event: the Claude Code JSON and how it was reached."""
+
+    __slots__ = ("event", "invocations", "output")
+    __match_args__ = ("event", "output", "invocations")
 
     event: HookEvent
     output: dict[str, Any]
     invocations: list[Invocation]
+
+    def __init__(
+        self, event: HookEvent, output: dict[str, Any], invocations: list[Invocation]
+    ) -> None:
+        self.event = event
+        self.output = output
+        self.invocations = invocations
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}(event={self.event!r}, output={self.output!r}, "
+            f"invocations={self.invocations!r})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Answer) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.event, self.output, self.invocations) == (
+            other.event,
+            other.output,
+            other.invocations,
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
 
     @property
     def failed(self) -> bool:

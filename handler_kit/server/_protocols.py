@@ -36,9 +36,12 @@ class _HeadTooLarge(Exception):
     """Raised from a parser callback: the only way to stop httptools mid-request."""
 
 
-_on_url = httptools_impl.HttpToolsProtocol.on_url
-_on_header = httptools_impl.HttpToolsProtocol.on_header
-_on_headers_complete = httptools_impl.HttpToolsProtocol.on_headers_complete
+_Base = httptools_impl.HttpToolsProtocol
+_data_received = _Base.data_received
+_on_headers_complete = _Base.on_headers_complete
+_on_response_complete = _Base.on_response_complete
+_start_asgi_task = _Base._start_asgi_task
+_UVICORN_BUSY = flow_control.service_unavailable
 
 
 class HttpToolsProtocol(httptools_impl.HttpToolsProtocol):
@@ -77,34 +80,36 @@ class HttpToolsProtocol(httptools_impl.HttpToolsProtocol):
         self._cancel_head_timer()
         super().connection_lost(exc)
 
+    # The parser calls these once per request and once per header: the base methods are
+    # called as plain functions (no super() object each time), and the per-header ones are
+    # the base's own code with the count added (no second call per header).
+
     def data_received(self, data: bytes) -> None:
         if not self.awaiting_head or self.head_timer is not None:
-            super().data_received(data)
+            _data_received(self, data)
             return
-        began = self.loop.time()
-        super().data_received(data)
+        _data_received(self, data)
         # Armed only when the head did not arrive whole in this first read (almost every
-        # request's does: then no timer is made and cancelled per request), for what is left
-        # of its time from its first byte; not restarted by later bytes: a line now and then
-        # must not keep the head open.
+        # request's does: then no timer is made and cancelled per request), counted from
+        # that read; not restarted by later bytes: a line now and then must not keep the
+        # head open.
         if self.awaiting_head and self.head_timer is None and not self.transport.is_closing():
-            left = self.head_timeout - (self.loop.time() - began)
-            self.head_timer = self.loop.call_later(max(left, 0.0), self._head_timed_out)
-
-    # The parser calls these once per request and once per header: the count is inline and
-    # the base methods are called as plain functions (no super() object each time).
+            self.head_timer = self.loop.call_later(self.head_timeout, self._head_timed_out)
 
     def on_url(self, url: bytes) -> None:
         self.head_bytes += len(url)
         if self.head_bytes > self.max_head_bytes:
             self._head_too_large()
-        _on_url(self, url)
+        self.url += url
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self.head_bytes += len(name) + len(value)
         if self.head_bytes > self.max_head_bytes:
             self._head_too_large()
-        _on_header(self, name, value)
+        name = name.lower()
+        if name == b"expect" and value.lower() == b"100-continue":
+            self.expect_100_continue = True
+        self.headers.append((name, value))
 
     def on_headers_complete(self) -> None:
         self.awaiting_head = False
@@ -114,7 +119,7 @@ class HttpToolsProtocol(httptools_impl.HttpToolsProtocol):
         _on_headers_complete(self)
 
     def on_response_complete(self) -> None:
-        super().on_response_complete()
+        _on_response_complete(self)
         # uvicorn arms its keep-alive timer when no pipelined request is queued: then the
         # connection waits for the next request's head
         if self.timeout_keep_alive_task is not None:
@@ -126,9 +131,9 @@ class HttpToolsProtocol(httptools_impl.HttpToolsProtocol):
         self._refuse(400, msg.encode())
 
     def _start_asgi_task(self, cycle: Any, app: Any) -> None:
-        if app is flow_control.service_unavailable:
+        if app is _UVICORN_BUSY:
             app = _service_unavailable
-        super()._start_asgi_task(cycle, app)
+        _start_asgi_task(self, cycle, app)
 
     def _head_too_large(self) -> None:
         self._refuse(431, b"the request line and headers are too large")

@@ -204,7 +204,7 @@ class HandlerKitASGI:
             if self._principal is not None:
                 self._principal.set(principal)
         if path.startswith("/hooks"):
-            await self.webhook(scope, receive, send)
+            await self.webhook.serve(path, scope, receive, send)
             return
         if path == self.mcp_path and self.mcp_mount is not None:
             if not self.mcp_mount.running:

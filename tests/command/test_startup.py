@@ -1,16 +1,20 @@
 """What a command hook loads at start-up: one process per tool call, so the settings (the
 dataclasses and the table of every variable) are read only when a variable of the command's
-own is set; otherwise the defaults are used, with TMPDIR and TRACEPARENT read as they are."""
+own is set; otherwise the defaults are used, with TMPDIR and TRACEPARENT read as they are.
+Nor does it load logging unless something logs, define models the app does not name, or have
+the cyclic collector walk its own imports."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from handler_kit.config import COMMAND_VARIABLES, SETTINGS, command_config
+from tests.command.support import Run, run
 from tests.support.processes import REPO, clean_env
 
 APP = "example_servers.refund_gate:app"
@@ -92,3 +96,141 @@ def test_the_defaults_are_what_the_settings_read(
         full.operations.auditing,
         full.operations.tracing,
     )
+
+
+# -- what a command that logs nothing, and its models, leave out ------------------------------
+
+
+def test_a_command_that_logs_nothing_does_not_load_logging() -> None:
+    """logging is imported when something logs (see the next test): the refund gate logs
+    nothing, so neither it nor traceback is loaded."""
+    out, modules = imported(clean_env())
+    assert '"permissionDecision"' in out
+    assert "logging" not in modules
+    assert "traceback" not in modules
+
+
+LOGGING_APP = """
+import logging
+
+from handler_kit import HookApp
+
+logging.getLogger("app").warning("loaded at import")
+app = HookApp("logs")
+
+
+@app.pre_tool_use(fail_closed=True)
+def gate(event):
+    logging.getLogger("app").warning("checked %s", event.tool_name)
+    logging.getLogger("app").info("not shown: below the root's WARNING")
+    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+            "permissionDecisionReason": "No."}}
+"""
+LATE_LOGGING_APP = """
+from handler_kit import HookApp
+
+app = HookApp("late")
+
+
+@app.user_prompt_submit
+def gate(event):
+    import logging
+
+    logging.getLogger("app").error("first import in a handler")
+    return "context"
+"""
+
+
+def command(tmp_path: Path, app: str, event: dict[str, str], *options: str) -> Run:
+    return run(["command", app, *options], json.dumps(event).encode(), cwd=tmp_path)
+
+
+def test_records_are_held_however_late_logging_is_first_imported(tmp_path: Path) -> None:
+    """An app importing logging itself, at import or in a handler: its records are held and
+    written after the answer, one line each, as when logging was loaded up front; never
+    written directly to stderr (logging's last resort) before it."""
+    (tmp_path / "logs_app.py").write_text(LOGGING_APP)
+    (tmp_path / "late_app.py").write_text(LATE_LOGGING_APP)
+    refund = {"hook_event_name": "PreToolUse", "tool_name": "issue_refund"}
+    held = command(tmp_path, "logs_app:app", refund)
+    assert held.code == 0, held.stderr
+    assert json.loads(held.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert held.stderr.splitlines() == [
+        "handler-kit: warning: loaded at import",
+        "handler-kit: warning: checked issue_refund",
+    ]
+    # the exit-code dialect blocks: stderr is the reason, and nothing else
+    blocked = command(tmp_path, "logs_app:app", refund, "--runtime", "sandbox")
+    assert (blocked.code, blocked.stdout, blocked.stderr) == (2, b"", "No.\n")
+    late = command(tmp_path, "late_app:app", {"hook_event_name": "UserPromptSubmit"})
+    assert late.code == 0, late.stderr
+    assert late.stderr.splitlines() == ["handler-kit: error: first import in a handler"]
+
+
+GC_APP = """
+import gc
+
+from handler_kit import HookApp
+
+app = HookApp("gc")
+AT_IMPORT = gc.isenabled()
+
+
+@app.user_prompt_submit
+def report(event):
+    return f"import {AT_IMPORT} handler {gc.isenabled()} frozen {gc.get_freeze_count() > 0}"
+"""
+
+
+def test_the_start_up_is_frozen_and_the_app_runs_with_the_collector_on(tmp_path: Path) -> None:
+    """The cyclic collector is paused for handler-kit's own imports, which are then frozen:
+    the app is imported, and its handlers run, with it on."""
+    (tmp_path / "gc_app.py").write_text(GC_APP)
+    result = command(tmp_path, "gc_app:app", {"hook_event_name": "UserPromptSubmit"})
+    assert result.code == 0, result.stderr
+    text = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert text == "import True handler True frozen True"
+
+
+MODELS_PROBE = """
+import dataclasses, json, sys
+from handler_kit.cli import main
+code = main(["command", %r])
+from handler_kit.core.events import HookEvent
+def subclasses(cls):
+    for sub in cls.__subclasses__():
+        yield sub.__name__
+        yield from subclasses(sub)
+ours = ("handler_kit.core", "handler_kit.command")
+core = [m for name, m in sys.modules.items() if name.startswith(ours)]
+report = {
+    "code": code,
+    "models": sorted(subclasses(HookEvent)),
+    "dataclasses": sorted(
+        f"{m.__name__}.{name}" for m in core for name, value in vars(m).items()
+        if isinstance(value, type) and dataclasses.is_dataclass(value)
+        and value.__module__ == m.__name__
+    ),
+}
+sys.stderr.write("REPORT " + json.dumps(report) + "\\n")
+"""
+
+
+def test_the_refund_gate_defines_only_the_models_it_names() -> None:
+    """The models of the events the app imports by name (and their bases), no other; and no
+    dataclass in the core or the command (their generated methods are compiled at import)."""
+    done = subprocess.run(
+        [sys.executable, "-c", MODELS_PROBE % APP],
+        input=EVENT,
+        cwd=REPO,
+        env=clean_env(),
+        capture_output=True,
+        timeout=120,
+    )
+    line = next(x for x in done.stderr.decode().splitlines() if x.startswith("REPORT "))
+    report = json.loads(line.removeprefix("REPORT "))
+    assert report == {
+        "code": 0,
+        "models": ["PostToolUse", "PreToolUse", "SessionStart", "Stop", "_ToolEvent"],
+        "dataclasses": [],
+    }

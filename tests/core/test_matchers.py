@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 import subprocess
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from handler_kit import MatcherError, compile_matcher, parse_event, tool_matcher
+from handler_kit.core import matchers
 from handler_kit.core.matchers import is_match_all
 from handler_kit.core.names import MATCHERLESS_EVENTS
 
@@ -492,3 +496,84 @@ def test_session_start_without_source_is_a_startup(hooks):
     assert names({"hook_event_name": "SessionStart", "source": None}) == ["fresh"]
     assert names({"hook_event_name": "SessionStart", "source": "clear"}) == ["resumed"]
     assert parse_event({"hook_event_name": "SessionStart"}).source is None  # not invented
+
+
+# -- the character sets stand for the regular expressions they replaced -------------------------
+
+# The one-character classes the matchers were written with; the module now uses sets of
+# characters (no pattern to compile at import): the same answers on any text.
+_REFERENCE_EXACT_LIST = re.compile(r"[A-Za-z0-9_\-\s|,]*")
+_REFERENCE_SEPARATORS = re.compile(r"[|,]")
+_REFERENCE_NOT_WORD = re.compile(r"[^A-Za-z0-9_]")
+_REFERENCE_NOT_WORD_OR_DASH_RUN = re.compile(r"[^A-Za-z0-9-]+")
+_REFERENCE_NOT_WORD_OR_DASH = re.compile(r"[^A-Za-z0-9_-]")
+_REFERENCE_SPECIAL = re.compile(r"([\\^$.|?*+()\[\]{}/])")
+# what names are made of, and what tests the edges: separators, Unicode spaces and digits,
+# regex syntax, non-ASCII letters, surrogates
+_TEXT = st.text(
+    st.sampled_from(list("aZ09_-|, \t\n\x0b\x1c\xa0\u2003\u3000.$\\/()[]{}*+?^é\u0660"))
+    | st.characters(),
+    max_size=24,
+)
+
+
+def _reference_tool_matcher(server: str, tool: str) -> str:
+    """tool_matcher as it was written with regular expressions."""
+
+    def escape(name: str) -> str:
+        return _REFERENCE_SPECIAL.sub(r"\\\1", name)
+
+    sdk_server = _REFERENCE_NOT_WORD_OR_DASH_RUN.sub("_", server.strip()).strip("_")
+    if not sdk_server:
+        raise ValueError("no letter or digit")
+    twin = "(?:_[0-9]+)?"
+    word_server = escape(_REFERENCE_NOT_WORD.sub("_", server))
+    spellings = [f"{word_server}{twin}__?{escape(_REFERENCE_NOT_WORD.sub('_', tool))}"]
+    if _REFERENCE_NOT_WORD.search(server + tool):
+        spellings.append(f"{escape(server)}_{escape(tool)}")
+    spellings.append(f"mcp__{escape(sdk_server)}{twin}__{escape(tool)}")
+    claude_code = (
+        f"mcp__{escape(_REFERENCE_NOT_WORD_OR_DASH.sub('_', server))}{twin}"
+        f"__{escape(_REFERENCE_NOT_WORD_OR_DASH.sub('_', tool))}"
+    )
+    if claude_code not in spellings:
+        spellings.append(claude_code)
+    return f"^(?:{'|'.join(spellings)})$"
+
+
+@settings(max_examples=500, deadline=None, database=None)
+@given(_TEXT, _TEXT)
+def test_the_character_sets_answer_as_the_regular_expressions_did(server, tool):
+    for text in (server, tool, server + tool):
+        exact = all(c in matchers._EXACT_LIST or c.isspace() for c in text)
+        assert exact is bool(_REFERENCE_EXACT_LIST.fullmatch(text))
+        assert text.replace(",", "|").split("|") == _REFERENCE_SEPARATORS.split(text)
+        assert matchers._escape(text) == _REFERENCE_SPECIAL.sub(r"\\\1", text)
+        assert matchers._replaced(text, matchers._WORD) == _REFERENCE_NOT_WORD.sub("_", text)
+        assert matchers._replaced(text, matchers._WORD_OR_DASH) == (
+            _REFERENCE_NOT_WORD_OR_DASH.sub("_", text)
+        )
+        assert matchers._replaced(text, matchers._ALNUM_OR_DASH, collapse=True) == (
+            _REFERENCE_NOT_WORD_OR_DASH_RUN.sub("_", text)
+        )
+    if not tool:
+        return
+    try:
+        expected = _reference_tool_matcher(server, tool)
+    except ValueError:
+        with pytest.raises(ValueError, match="has no letter or digit"):
+            tool_matcher(server, tool)
+        return
+    assert tool_matcher(server, tool) == expected
+
+
+@settings(max_examples=500, deadline=None, database=None)
+@given(_TEXT, st.lists(_TEXT, max_size=4))
+def test_an_exact_list_is_read_as_before(matcher, values):
+    """The exact-list path of compile_matcher against the regular expressions' reading."""
+    if matcher.strip() in ("", "*") or not _REFERENCE_EXACT_LIST.fullmatch(matcher):
+        return
+    names = {n.strip() for n in _REFERENCE_SEPARATORS.split(matcher) if n.strip()}
+    match = compile_matcher(matcher)
+    for value in [*values, *names]:
+        assert match(value) is (value in names)

@@ -11,13 +11,18 @@ Protocol: frames (4-byte big-endian length + pickle) on the child's stdin: ``("c
 answers ``("flushed",)`` and ``("closed",)`` on a separate pipe (its stdout stays the server's,
 for a ``stdout`` sink).
 
-In the durable audit mode (``"durable"`` in the config) the child commits each batch to every
-sink as one write (one transaction, one fsync), with every batch that arrived while the last
-commit was in progress (the group commit), and answers ``("committed", why, unbuilt)``: ``why``
-None when every sink committed the group, else why one did not; ``unbuilt``, a list per batch of
-the group, the positions of the answers whose records could not be built (never committed).
+In the durable audit mode (``"durable"`` in the config) a batch is ``("batch", [Capture, ...],
+last)``: the server sends the answers of one turn of its event loop in one or more frames as
+they come (so the child builds their records while the server still answers the rest), the
+turn's last frame with ``last`` True. The child builds each frame's records as it arrives; a
+thread of its own (:class:`_Committer`) commits each turn's records to every sink as one write
+(one transaction, one fsync), joined with every turn that ended while the last commit was in
+progress (the group commit), and answers ``("committed", why, unbuilt)``: ``why`` None when
+every sink committed the group, else why one did not; ``unbuilt``, a list per frame of the
+group, the positions of the answers whose records could not be built (never committed).
 ``("probe",)`` (sinks that are down) writes an empty batch to each sink and answers ``("probed",
-why)``. The server acknowledges an answer only after its batch's ``committed``.
+why)``, and ``("flush",)`` is answered once everything before it is committed: in order with the
+commits. The server acknowledges an answer only after its frame's ``committed``.
 
 End of input (the server died) counts as ``stop``: what was received is written. The child
 ignores SIGINT/SIGTERM and runs in its own session: a Ctrl+C or a SIGTERM for the server must
@@ -26,6 +31,7 @@ not stop it before the server has handed over its last records.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
 import os
@@ -35,6 +41,7 @@ import signal
 import struct
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -47,6 +54,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger("handler_kit.audit")
 
 LENGTH = struct.Struct(">I")
+# Durable mode: seconds a thread of the writer process holds the GIL while the other waits.
+COMMITTER_SWITCH_INTERVAL = 0.0005
 
 
 class WriterFailed(Exception):
@@ -158,7 +167,8 @@ class AuditProcess:
                     return
 
     def send(self, batch: list[Any]) -> None:
-        self._send(("batch", batch))
+        # plain tuples: a NamedTuple pickles and unpickles through a Python call each
+        self._send(("batch", [tuple(item) for item in batch]))
 
     def flush(self) -> None:
         """Return once everything sent so far is written (or the wait timed out: logged)."""
@@ -196,8 +206,7 @@ def main(argv: list[str]) -> int:
         RecordPolicy,
         Redactor,
         parse_sinks,
-        records,
-        serialize,
+        record_lines,
     )
 
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -232,9 +241,26 @@ def main(argv: list[str]) -> int:
             sink.open()
         except Exception:
             logger.exception("audit sink %r could not be opened", sink)
-    held: Any = None
+    # durable: the sinks are written by a thread of their own, which commits while this one
+    # reads and builds the next group
+    committer = _Committer(sinks, acks) if durable else None
+    if committer is not None:
+        # the committer takes the GIL back after each row and after the fsync: from a thread
+        # building records it would wait up to the switch interval each time (5 ms by default)
+        sys.setswitchinterval(COMMITTER_SWITCH_INTERVAL)
+    # durable: what was built of the server's loop turn in progress (its last frame ends it)
+    group: list[tuple[dict[str, Any], str]] = []
+    group_unbuilt: list[list[int]] = []
+    frames = _Frames(source)
     while True:
-        message, held = (read_frame(source), None) if held is None else (held, None)
+        message = frames.next()
+        if committer is not None and (message is None or message[0] != "batch"):
+            if group_unbuilt:  # the end of input ended the turn: written all the same
+                committer.commit(group, group_unbuilt)
+                group, group_unbuilt = [], []
+            if message is not None and message[0] in ("flush", "probe"):
+                committer.put(message)  # answered in order, after the commits before it
+                continue
         if message is None or message[0] == "stop":
             break
         if message[0] == "flush":
@@ -244,34 +270,33 @@ def main(argv: list[str]) -> int:
             write_frame(acks, ("probed", _commit(sinks, [])))
             continue
         batches = [message[1]]
-        if durable:
-            # group commit: every batch that arrived while the last commit was in progress
-            # goes into this one (one transaction, one fsync)
-            while select.select([source], [], [], 0)[0]:
-                held = read_frame(source)
-                if held is None or held[0] != "batch":
-                    break
-                batches.append(held[1])
-                held = None
         lines: list[tuple[dict[str, Any], str]] = []
         unbuilt: list[list[int]] = []
         for batch in batches:
             unbuilt.append([])
             for position, item in enumerate(batch):
                 try:
-                    lines.extend(serialize(records(item, app, policy)))
+                    lines.extend(record_lines(item, app, policy))
                 except Exception:
                     logger.exception("could not build an audit record")
                     unbuilt[-1].append(position)
-        if durable:
-            why = _commit(sinks, lines) if lines else None
-            write_frame(acks, ("committed", why, unbuilt))
+        if committer is not None:
+            group += lines
+            group_unbuilt += unbuilt
+            # the last frame of the server's turn (a frame without the mark is one turn):
+            # its answers are a group; groups handed over while a commit is in progress
+            # are committed together
+            if len(message) < 3 or message[2]:
+                committer.commit(group, group_unbuilt)
+                group, group_unbuilt = [], []
             continue
         for sink in sinks if lines else ():
             try:
                 sink.write(lines)
             except Exception:
                 logger.exception("audit sink %r failed to write %d records", sink, len(lines))
+    if committer is not None:
+        committer.stop()
     for sink in sinks:
         try:
             sink.close()
@@ -280,6 +305,102 @@ def main(argv: list[str]) -> int:
     with contextlib.suppress(OSError):
         write_frame(acks, ("closed",))
     return 0
+
+
+class _Frames:
+    """The frames of the server's pipe, read in chunks: the frames that wait in the pipe
+    cost one read between them, not two each."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buffer = bytearray()
+
+    def next(self) -> Any | None:
+        """The next message, or None at end of input."""
+        buffer = self.buffer
+        while True:
+            if len(buffer) >= LENGTH.size:
+                end = LENGTH.size + LENGTH.unpack_from(buffer)[0]
+                if len(buffer) >= end:
+                    message = pickle.loads(buffer[LENGTH.size : end])
+                    del buffer[:end]
+                    return message
+            chunk = os.read(self.fd, 1 << 16)
+            if not chunk:
+                return None
+            buffer += chunk
+
+
+class _Committer:
+    """Durable mode: the thread that commits the groups the process builds, in order, and
+    answers the server for each (``("committed", why, unbuilt)``, ``("probed", why)``,
+    ``("flushed",)``).
+
+    While it waits for a commit (the disk's fsync), the process goes on reading and building
+    the next groups; when the commit is done, every group handed over meanwhile is committed
+    as one (one transaction, one fsync), so groups grow with the load and the CPU work
+    overlaps the waits. From its start, only this thread writes to the sinks and the
+    acknowledgement pipe.
+    """
+
+    def __init__(self, sinks: Sequence[Any], acks: int) -> None:
+        self.sinks = sinks
+        self.acks = acks
+        self.queue: collections.deque[tuple[Any, ...] | None] = collections.deque()
+        self.ready = threading.Condition()
+        self.thread = threading.Thread(target=self._run, name="audit-commit", daemon=True)
+        self.thread.start()
+
+    def put(self, item: tuple[Any, ...] | None) -> None:
+        with self.ready:
+            self.queue.append(item)
+            self.ready.notify()
+
+    def commit(self, lines: list[tuple[dict[str, Any], str]], unbuilt: list[list[int]]) -> None:
+        """Commit ``lines``, then answer for the frames they came in (``unbuilt``: one list
+        per frame, the positions of its answers whose records could not be built)."""
+        self.put(("commit", lines, unbuilt))
+
+    def stop(self) -> None:
+        """Commit and answer everything handed over, then end the thread."""
+        self.put(None)
+        self.thread.join()
+
+    def _take(self) -> tuple[Any, ...] | None:
+        """The next item; consecutive groups joined into one commit."""
+        queue = self.queue
+        with self.ready:
+            while not queue:
+                self.ready.wait()
+            item = queue.popleft()
+            if item is None or item[0] != "commit" or not queue:
+                return item
+            lines, unbuilt = list(item[1]), list(item[2])
+            while queue and queue[0] is not None and queue[0][0] == "commit":
+                more = queue.popleft()
+                assert more is not None
+                lines += more[1]
+                unbuilt += more[2]
+            return ("commit", lines, unbuilt)
+
+    def _run(self) -> None:
+        while True:
+            item = self._take()
+            if item is None:
+                return
+            if item[0] == "commit":
+                answer: tuple[Any, ...] = (
+                    "committed",
+                    _commit(self.sinks, item[1]) if item[1] else None,
+                    item[2],
+                )
+            elif item[0] == "probe":
+                answer = ("probed", _commit(self.sinks, []))
+            else:
+                answer = ("flushed",)
+            # the server gone, nobody waits for the answer; what is handed over is written
+            with contextlib.suppress(OSError):
+                write_frame(self.acks, answer)
 
 
 def _commit(sinks: Sequence[Any], lines: list[tuple[dict[str, Any], str]]) -> str | None:

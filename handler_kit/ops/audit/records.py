@@ -61,7 +61,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from pydantic_core import PydanticSerializationError, to_json
+from pydantic_core import PydanticSerializationError, from_json, to_json
 
 from handler_kit.config import AuditSink
 from handler_kit.core.names import Status
@@ -114,12 +114,26 @@ _SECRET_VALUE_HINTS = (
     "asia",
     "://",
 )
+# One search for them all (one call instead of a loop over the hints).
+_HINTS = re.compile("|".join(re.escape(hint) for hint in _SECRET_VALUE_HINTS))
 # Identifiers copied from the hook input onto every record.
 ID_FIELDS = ("session_id", "turn_id", "tool_use_id", "agent_id")
+# Values the redactor keeps as they are (no string inside, nothing nested).
+_KEPT = frozenset({int, float, bool, type(None)})
 
 
 # Ids come from the random module, as OpenTelemetry's own do: it is seeded from the OS at start
 # and reseeded in a forked child, and it costs no system call per id (ids are not secrets).
+
+
+# What records() draws at once for an answer, in bytes: its trace id (16), span id (8) and the
+# random part of its event id (10), then a span id and an event id's part per invocation.
+_ID_BYTES = 16 + 8 + 10
+_INVOCATION_ID_BYTES = 8 + 10
+_ZERO_TRACE, _ONE_TRACE = f"{0:032x}", f"{1:032x}"
+_ZERO_SPAN, _ONE_SPAN = f"{0:016x}", f"{1:016x}"
+getrandbits = random.getrandbits
+_sha256 = hashlib.sha256
 
 
 def new_event_id() -> str:
@@ -225,12 +239,8 @@ class Redactor:
         for secret in self.secrets:
             if secret in value:
                 value = value.replace(secret, REDACTED)
-        if self.secret_values and len(value) >= 8:
-            lowered = value.lower()
-            for hint in _SECRET_VALUE_HINTS:
-                if hint in lowered:
-                    value = SECRET_VALUE_PATTERN.sub(REDACTED, value)
-                    break
+        if self.secret_values and len(value) >= 8 and _HINTS.search(value.lower()):
+            value = SECRET_VALUE_PATTERN.sub(REDACTED, value)
         if len(value) > self.max_chars:
             dropped = len(value) - self.max_chars
             value = f"{value[: self.max_chars]}...[truncated {dropped} chars]"
@@ -276,6 +286,36 @@ class Redactor:
 
     def _walk(self, value: Any, depth: int) -> Any:
         """:meth:`value` when no path is configured: no path to keep track of."""
+        kind = type(value)
+        if kind is str:
+            found = self._texts.get(value)
+            return found if found is not None else self.text(value)
+        if kind is dict:
+            if depth > MAX_RECORD_DEPTH:
+                return TOO_DEEP
+            # A loop rather than a call per item: most items are strings seen before
+            # (cached), numbers and booleans (kept as they are) or keys already judged.
+            out = {}
+            texts = self._texts
+            keys = self._keys
+            for key, item in value.items():
+                secret = keys.get(key)
+                if secret is None:
+                    secret = self.secret_key(key)
+                if secret:
+                    out[key] = REDACTED
+                    continue
+                kind = type(item)
+                if kind is str:
+                    found = texts.get(item)
+                    out[key] = found if found is not None else self.text(item)
+                elif kind in _KEPT:
+                    out[key] = item
+                else:
+                    out[key] = self._walk(item, depth + 1)
+            return out
+        if kind in _KEPT:
+            return value
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
@@ -293,6 +333,8 @@ class Redactor:
 
     def output(self, output: dict[str, Any]) -> dict[str, Any]:
         """A Claude Code output as recorded: ``updatedInput`` redacted as ``tool_input``."""
+        if not self.paths:
+            return self._output(output)
         out = {}
         for key, item in output.items():
             if key == "hookSpecificOutput" and isinstance(item, dict):
@@ -312,6 +354,28 @@ class Redactor:
                 out[key] = self.value(item, ())
         return out
 
+    def _output(self, output: dict[str, Any]) -> dict[str, Any]:
+        """:meth:`output` when no path is configured: ``updatedInput`` is then redacted as
+        every other value, each value of the output's three levels at depth 1 as there."""
+        walk = self._walk
+        texts = self._texts
+        out: dict[str, Any] = {}
+        for key, item in output.items():
+            if key == "hookSpecificOutput" and isinstance(item, dict):
+                specific: dict[str, Any] = {}
+                for k, v in item.items():
+                    if type(v) is str:  # most are: the decision, its reason, the event name
+                        found = texts.get(v)
+                        specific[k] = found if found is not None else self.text(v)
+                    elif k == "decision" and isinstance(v, dict):
+                        specific[k] = {dk: walk(dv, 1) for dk, dv in v.items()}
+                    else:
+                        specific[k] = walk(v, 1)
+                out[key] = specific
+            else:
+                out[key] = walk(item, 1)
+        return out
+
 
 # -- records ------------------------------------------------------------------------------
 
@@ -323,9 +387,11 @@ class Capture(NamedTuple):
     """One answer as plain values: all the records need, cheap to copy and to pickle.
 
     ``invocations``: ``(handler, status, decision, reason, error, latency_ms, output,
-    replayed)`` each, ``output`` being the rendered JSON (the very ``output`` object of the
-    answer when one handler answered). ``trace``: ids the tracer gave the spans
-    (``trace_id, answer_span_id, parent_span_id, span_ids, answer_event_id, event_ids``).
+    replayed)`` each, ``status`` being the status's text and ``output`` the rendered JSON (the
+    very ``output`` object of the answer when one handler answered). The writer process is
+    sent each as a plain tuple (:func:`records` takes either). ``trace``: ids the tracer gave
+    the spans (``trace_id, answer_span_id, parent_span_id, span_ids, answer_event_id,
+    event_ids``).
     """
 
     end_ns: int
@@ -360,6 +426,7 @@ def default_replica() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+_OK: str = Status.OK.value  # a plain string: what pydantic-core writes fastest
 # worst first: an answer's status is the worst of its handlers'
 _STATUS_RANK: dict[str, int] = {
     Status.FAIL_CLOSED: 5,
@@ -395,120 +462,324 @@ def worst_status(statuses: Iterable[str]) -> str:
     return best
 
 
-_second: list[Any] = [None, ""]  # the last second formatted: records come many per second
+# The last second formatted (records come many per second), as one tuple: threads that
+# replace it never pair one second with another's text.
+_second: list[tuple[int, str]] = [(-1, "")]
+_MILLIS = [f".{n:03d}Z" for n in range(1000)]
 
 
 def iso_time(ns: int) -> str:
     """``2026-05-09T07:35:25.123Z`` (UTC, milliseconds)."""
     seconds, rest = divmod(ns, 1_000_000_000)
-    if _second[0] != seconds:
+    last = _second[0]
+    if last[0] != seconds:
         stamp = _dt.datetime.fromtimestamp(seconds, _dt.UTC)
-        _second[:] = [seconds, stamp.strftime("%Y-%m-%dT%H:%M:%S")]
-    return f"{_second[1]}.{rest // 1_000_000:03d}Z"
+        last = _second[0] = (seconds, stamp.strftime("%Y-%m-%dT%H:%M:%S"))
+    return last[1] + _MILLIS[rest // 1_000_000]
+
+
+_stamp: list[tuple[int, str]] = [(-1, "")]  # the last millisecond's, as _second
+
+
+def event_stamp() -> str:
+    """``evt_`` and the 12 hex digits of the time in milliseconds: how event ids begin."""
+    millis = time.time_ns() // 1_000_000
+    last = _stamp[0]
+    if last[0] != millis:
+        last = _stamp[0] = (millis, f"evt_{millis:012x}")
+    return last[1]
+
+
+# The keys of each kind of record, in the order written. A record is a copy of its template
+# (the writer's constants filled in) with the rest set: a copy of a dict of known keys costs a
+# fraction of building one of 30 keys.
+INVOCATION_KEYS = (
+    "schema_version",
+    "kind",
+    "event_id",
+    "answer_id",
+    "time",
+    "ts",
+    "app",
+    "app_version",
+    "replica",
+    "transport",
+    "pid",
+    "principal",
+    "event",
+    "tool_name",
+    *ID_FIELDS,
+    "handler",
+    "idempotency_key",
+    "trace_id",
+    "span_id",
+    "parent_span_id",
+    "status",
+    "decision",
+    "reason",
+    "error",
+    "latency_ms",
+    "replayed",
+    "output",
+)
+ANSWER_KEYS = (
+    "schema_version",
+    "kind",
+    "event_id",
+    "time",
+    "ts",
+    "app",
+    "app_version",
+    "replica",
+    "transport",
+    "pid",
+    "principal",
+    "event",
+    "tool_name",
+    *ID_FIELDS,
+    "handler",
+    "handlers",
+    "idempotency_key",
+    "trace_id",
+    "span_id",
+    "parent_span_id",
+    "status",
+    "failed",
+    "decision",
+    "reason",
+    "latency_ms",
+    "input",
+    "output",
+)
+_TEMPLATES: dict[tuple[Any, ...], tuple[dict[str, Any], dict[str, Any]]] = {}
+
+
+def _templates(
+    app: str, app_version: str | None, replica: str | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The invocation and answer record templates of a writer."""
+    shared = {
+        "schema_version": SCHEMA_VERSION,
+        "app": app,
+        "app_version": app_version,
+        "replica": replica,
+    }
+    invocation = {**dict.fromkeys(INVOCATION_KEYS), **shared, "kind": "invocation"}
+    answer = {**dict.fromkeys(ANSWER_KEYS), **shared, "kind": "answer"}
+    if len(_TEMPLATES) >= 64:
+        _TEMPLATES.clear()
+    _TEMPLATES[(app, app_version, replica)] = invocation, answer
+    return invocation, answer
 
 
 def records(capture: Capture, app: str, policy: RecordPolicy) -> list[dict[str, Any]]:
-    """The invocation records and the answer record (last) of one captured answer."""
-    name = capture.event
+    """The invocation records and the answer record (last) of one captured answer.
+
+    ``capture`` may be a plain tuple of the :class:`Capture` fields, as it comes off the pipe.
+    """
+    return _build(capture, app, policy)
+
+
+def record_lines(
+    capture: Capture, app: str, policy: RecordPolicy
+) -> list[tuple[dict[str, Any], str]]:
+    """``serialize(records(capture, app, policy))``: the records of one answer and their JSON
+    lines, what the sinks write."""
+    built = _build(capture, app, policy)
+    try:
+        return [(record, to_json(record, fallback=str).decode()) for record in built]
+    except PydanticSerializationError:
+        return serialize(built)  # what only writable() makes writable (a lone surrogate)
+
+
+def _build(capture: Capture, app: str, policy: RecordPolicy) -> list[dict[str, Any]]:
+    (
+        end_ns,
+        transport,
+        principal,
+        traceparent,
+        pid,
+        name,
+        input_text,
+        answer_output,
+        failed,
+        invocations,
+        trace,
+    ) = capture
     redactor = policy.redactor
-    data = json.loads(capture.input_json)
-    digest = input_digest_of(capture.input_json)
-    scope = scope_of(data)
-    trace = capture.trace
+    text = redactor.text
+    texts = redactor._texts
+    try:
+        data = from_json(input_text)
+    except ValueError:  # what only the standard library reads (a lone surrogate's escape)
+        data = json.loads(input_text)
+    digest = _sha256(input_text.encode()).hexdigest()[:16]
+    get = data.get
+    scope = "-"
+    for key in SCOPE_FIELDS:
+        value = get(key)
+        if isinstance(value, str) and value:
+            scope = f"{key}={value}"
+            break
     if trace is not None:
-        trace_id, answer_span, parent_span = trace[0], trace[1], trace[2]
-        answer_id = trace[4]
+        trace_id, answer_span, parent_span, span_ids, answer_id, event_ids = trace
     else:
-        parsed = parse_traceparent(capture.traceparent)
+        # every random id of the answer from one draw, cut into its ids
+        parent_span = None
+        size = _ID_BYTES + len(invocations) * _INVOCATION_ID_BYTES
+        drawn = getrandbits(size * 8).to_bytes(size, "big").hex()
+        parsed = parse_traceparent(traceparent) if traceparent else None
         if parsed is not None:
             trace_id, answer_span = parsed
         else:
-            trace_id, answer_span = new_trace_id(), new_span_id()
-        parent_span = None
-        answer_id = new_event_id()
-    tool_name = data.get("tool_name")
-    common: dict[str, Any] = {
-        "time": iso_time(capture.end_ns),
-        "ts": capture.end_ns / 1e9,
-        "app": app,
-        "app_version": policy.app_version,
-        "replica": policy.replica,
-        "transport": capture.transport,
-        "pid": capture.pid,
-        "principal": capture.principal,
-        "event": name,
-        "tool_name": redactor.text(tool_name) if isinstance(tool_name, str) else None,
-    }
-    for key in ID_FIELDS:
-        value = data.get(key)
-        common[key] = redactor.text(value) if isinstance(value, str) else None
+            trace_id = drawn[:32]
+            answer_span = drawn[32:48]
+            if trace_id == _ZERO_TRACE:
+                trace_id = _ONE_TRACE
+            if answer_span == _ZERO_SPAN:
+                answer_span = _ONE_SPAN
+        stamp = event_stamp()
+        answer_id = stamp + drawn[48:68]
+        span_ids = []
+        event_ids = []
+        for at in range(68, size * 2, 36):
+            span = drawn[at : at + 16]
+            span_ids.append(_ONE_SPAN if span == _ZERO_SPAN else span)
+            event_ids.append(stamp + drawn[at + 16 : at + 36])
+    seconds, rest = divmod(end_ns, 1_000_000_000)
+    last = _second[0]
+    time_text = last[1] + _MILLIS[rest // 1_000_000] if last[0] == seconds else iso_time(end_ns)
+    ts = end_ns / 1e9
+    templates = _TEMPLATES.get((app, policy.app_version, policy.replica))
+    if templates is None:
+        templates = _templates(app, policy.app_version, policy.replica)
+    # the identifiers copied onto every record (ID_FIELDS), redacted as any recorded string
+    tool_name = get("tool_name")
+    if type(tool_name) is str:
+        found = texts.get(tool_name)
+        tool_name = found if found is not None else text(tool_name)
+    elif tool_name is not None:
+        tool_name = text(tool_name) if isinstance(tool_name, str) else None
+    session_id = get("session_id")
+    if type(session_id) is str:
+        found = texts.get(session_id)
+        session_id = found if found is not None else text(session_id)
+    elif session_id is not None:
+        session_id = text(session_id) if isinstance(session_id, str) else None
+    turn_id = get("turn_id")
+    if type(turn_id) is str:
+        found = texts.get(turn_id)
+        turn_id = found if found is not None else text(turn_id)
+    elif turn_id is not None:
+        turn_id = text(turn_id) if isinstance(turn_id, str) else None
+    tool_use_id = get("tool_use_id")
+    if tool_use_id is not None:
+        tool_use_id = text(tool_use_id) if isinstance(tool_use_id, str) else None
+    agent_id = get("agent_id")
+    if type(agent_id) is str:
+        found = texts.get(agent_id)
+        agent_id = found if found is not None else text(agent_id)
+    elif agent_id is not None:
+        agent_id = text(agent_id) if isinstance(agent_id, str) else None
     out: list[dict[str, Any]] = []
-    answer_output = capture.output
     redacted_answer_output = None
+    latency_max = 0.0
+    worst = _OK
+    rank = 1
+    handlers = []
+    template = templates[0]
     for index, (handler, status, decision, reason, error, latency, output, replayed) in enumerate(
-        capture.invocations
+        invocations
     ):
-        if trace is not None:
-            event_id, span_id = trace[5][index], trace[3][index]
-        else:
-            event_id, span_id = new_event_id(), new_span_id()
         recorded = redactor.output(output) if output else output
         if output is answer_output:
             redacted_answer_output = recorded
-        out.append(
-            {
-                "schema_version": SCHEMA_VERSION,
-                "kind": "invocation",
-                "event_id": event_id,
-                "answer_id": answer_id,
-                **common,
-                "handler": handler,
-                "idempotency_key": make_key(scope, name, handler, digest),
-                "trace_id": trace_id,
-                "span_id": span_id,
-                "parent_span_id": answer_span,
-                "status": status,
-                "decision": decision,
-                "reason": redactor.text(reason) if isinstance(reason, str) else None,
-                "error": redactor.text(error) if isinstance(error, str) else None,
-                "latency_ms": round(latency, 3),
-                "replayed": replayed,
-                "output": recorded,
-            }
-        )
+        latency = round(latency, 3)
+        # the answer's latency: the longest of its handlers' (rounding keeps the order)
+        if latency > latency_max or index == 0:
+            latency_max = latency
+        if _STATUS_RANK.get(status, 0) > rank:
+            worst, rank = status, _STATUS_RANK[status]
+        handlers.append(handler)
+        if type(reason) is str:
+            found = texts.get(reason)
+            reason = found if found is not None else text(reason)
+        elif reason is not None:
+            reason = text(reason) if isinstance(reason, str) else None
+        if error is not None:
+            error = text(error) if isinstance(error, str) else None
+        record = template.copy()
+        record["event_id"] = event_ids[index]
+        record["answer_id"] = answer_id
+        record["time"] = time_text
+        record["ts"] = ts
+        record["transport"] = transport
+        record["pid"] = pid
+        record["principal"] = principal
+        record["event"] = name
+        record["tool_name"] = tool_name
+        record["session_id"] = session_id
+        record["turn_id"] = turn_id
+        record["tool_use_id"] = tool_use_id
+        record["agent_id"] = agent_id
+        record["handler"] = handler
+        record["idempotency_key"] = f"{scope}:{name}:{handler or '*'}:{digest}"
+        record["trace_id"] = trace_id
+        record["span_id"] = span_ids[index]
+        record["parent_span_id"] = answer_span
+        record["status"] = status
+        record["decision"] = decision
+        record["reason"] = reason
+        record["error"] = error
+        record["latency_ms"] = latency
+        record["replayed"] = replayed
+        record["output"] = recorded
+        out.append(record)
     decision, reason = output_decision(answer_output)
+    reason = text(reason) if isinstance(reason, str) else None
     recorded_input: dict[str, Any] = {}
-    if policy.tool_input and data.get("tool_input") is not None:
-        recorded_input["tool_input"] = redactor.value(data["tool_input"], ("tool_input",))
+    if policy.tool_input:
+        tool_input = get("tool_input")
+        if tool_input is not None:
+            recorded_input["tool_input"] = (
+                redactor.value(tool_input, ("tool_input",))
+                if redactor.paths
+                else redactor._walk(tool_input, 1)
+            )
     if policy.text:
         for key in ("prompt", "last_assistant_message"):
-            if data.get(key) is not None:
+            if get(key) is not None:
                 recorded_input[key] = redactor.value(data[key], (key,))
-    out.append(
-        {
-            "schema_version": SCHEMA_VERSION,
-            "kind": "answer",
-            "event_id": answer_id,
-            **common,
-            "handler": None,
-            "handlers": [inv[0] for inv in capture.invocations],
-            "idempotency_key": make_key(scope, name, None, digest),
-            "trace_id": trace_id,
-            "span_id": answer_span,
-            "parent_span_id": parent_span,
-            "status": worst_status(inv[1] for inv in capture.invocations),
-            "failed": capture.failed,
-            "decision": decision,
-            "reason": redactor.text(reason) if isinstance(reason, str) else None,
-            "latency_ms": round(max((inv[5] for inv in capture.invocations), default=0.0), 3),
-            "input": recorded_input,
-            "output": (
-                redacted_answer_output
-                if redacted_answer_output is not None
-                else redactor.output(answer_output)
-            ),
-        }
+    record = templates[1].copy()
+    record["event_id"] = answer_id
+    record["time"] = time_text
+    record["ts"] = ts
+    record["transport"] = transport
+    record["pid"] = pid
+    record["principal"] = principal
+    record["event"] = name
+    record["tool_name"] = tool_name
+    record["session_id"] = session_id
+    record["turn_id"] = turn_id
+    record["tool_use_id"] = tool_use_id
+    record["agent_id"] = agent_id
+    record["handlers"] = handlers
+    record["idempotency_key"] = f"{scope}:{name}:*:{digest}"
+    record["trace_id"] = trace_id
+    record["span_id"] = answer_span
+    record["parent_span_id"] = parent_span
+    record["status"] = worst
+    record["failed"] = failed
+    record["decision"] = decision
+    record["reason"] = reason
+    record["latency_ms"] = latency_max
+    record["input"] = recorded_input
+    record["output"] = (
+        redacted_answer_output
+        if redacted_answer_output is not None
+        else redactor.output(answer_output)
     )
+    out.append(record)
     return out
 
 

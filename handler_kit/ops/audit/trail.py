@@ -50,6 +50,7 @@ import atexit
 import collections
 import contextlib
 import hashlib
+import heapq
 import json
 import logging
 import threading
@@ -140,9 +141,21 @@ DROP_LOG_INTERVAL = 10.0
 # Durable mode: seconds between two probes of sinks that are down, so a server with no traffic
 # (a load balancer stops sending it any while it is not ready) finds them back up.
 PROBE_INTERVAL = 0.5
+# Durable mode: answers of one event-loop turn that go to the writer process at once, so it
+# builds their records while the loop answers the rest of the turn; each next frame of the
+# turn is twice as large (a busy turn costs a few frames, not one per few answers).
+FIRST_FRAME = 4
+# how early the event loop may run a timer (it runs those due within its clock's resolution)
+_CLOCK_RESOLUTION = time.get_clock_info("monotonic").resolution
 
 
 # -- keys ---------------------------------------------------------------------------------
+
+_REPLACEMENT = "\ufffd".encode()
+# A status as it is recorded: its text (a plain string pickles and serializes without a call
+# into the enum's Python code).
+_STATUS_TEXT: dict[Any, str] = {status: status.value for status in Status}
+_new_tuple = tuple.__new__
 
 
 def input_json(event: HookEvent) -> str:
@@ -155,14 +168,15 @@ def input_json(event: HookEvent) -> str:
     :data:`~handler_kit.ops.audit.records.MAX_RECORD_DEPTH`: such an input is recorded too.
     """
     try:
-        text = event.model_dump_json(exclude_none=True)
+        # model_dump_json() without its frame: the same serializer, the same defaults
+        data = event.__pydantic_serializer__.to_json(event, exclude_none=True)
     except PydanticSerializationError:
         pass
     else:
         # pydantic-core writes a lone surrogate in a key as U+FFFDs, one per UTF-8 byte, where
         # in a value it refuses it: such an input is written as the others are
-        if "\ufffd" not in text:
-            return text
+        if _REPLACEMENT not in data:
+            return data.decode()
     # depth 0: the input around its values, which are level 1 as in the input limit
     value = cut_deep(event.model_dump(exclude_none=True), 0)
     return json.dumps(value, separators=(",", ":"))
@@ -241,10 +255,14 @@ def answer_status(answer: Answer) -> str:
 
 
 def capture(item: Observed) -> Capture:
-    """The plain values of one observed answer (what :func:`records` needs)."""
+    """The plain values of one observed answer (what :func:`records` needs): strings,
+    numbers, tuples and the rendered output, which pickle without a call back into Python
+    (a status goes as its text, not as the enum)."""
     answer = item.answer
-    name = answer.event.hook_event_name
+    event = answer.event
+    name = event.hook_event_name
     single = len(answer.invocations) == 1
+    replayed = item.replayed
     invocations = []
     for inv in answer.invocations:
         decision, reason = invocation_decision(inv, name)
@@ -254,39 +272,45 @@ def capture(item: Observed) -> Capture:
             output = answer.output  # the answer is this handler's output, rendered once
         else:
             output = inv.output.render(name)
+        handler = inv.handler.name
+        status = inv.status
         invocations.append(
             (
-                inv.handler.name,
-                inv.status,
+                handler,
+                _STATUS_TEXT.get(status, status),
                 decision,
                 reason,
                 inv.error,
                 inv.latency_ms,
                 output,
-                inv.handler.name in item.replayed,
+                handler in replayed if replayed else False,
             )
         )
     trace = item.trace
-    return Capture(
-        item.end_ns,
-        item.transport,
-        item.principal,
-        item.traceparent,
-        item.pid,
-        name,
-        input_json(answer.event),
-        answer.output,
-        answer.failed,
-        tuple(invocations),
-        None
-        if trace is None
-        else (
-            trace.trace_id,
-            trace.answer_span_id,
-            trace.parent_span_id,
-            trace.span_ids,
-            trace.answer_event_id,
-            trace.event_ids,
+    # tuple.__new__: the NamedTuple's own __new__ is a Python function, one more frame
+    return _new_tuple(
+        Capture,
+        (
+            item.end_ns,
+            item.transport,
+            item.principal,
+            item.traceparent,
+            item.pid,
+            name,
+            input_json(event),
+            answer.output,
+            answer.failed,
+            tuple(invocations),
+            None
+            if trace is None
+            else (
+                trace.trace_id,
+                trace.answer_span_id,
+                trace.parent_span_id,
+                trace.span_ids,
+                trace.answer_event_id,
+                trace.event_ids,
+            ),
         ),
     )
 
@@ -344,12 +368,15 @@ def _settle(futures: list[asyncio.Future[bool]], ok: bool) -> None:
 class _Channel:
     """Durable mode with a writer process: the event loop itself talks to the process.
 
-    Answers captured on the event loop during one turn of it go down the pipe as one batch
-    (a non-blocking write: what the pipe does not take waits for the loop to say it can);
-    the process commits every batch that arrived while its last commit was in progress as
-    one, and answers for them all; the loop reads the answer as it reads a socket and settles
-    the batches' futures. No thread of the server is involved, so no acknowledgement waits for a
-    thread to get the GIL back from the busy event loop.
+    Answers captured on the event loop during one turn of it go down the pipe (a non-blocking
+    write: what the pipe does not take waits for the loop to say it can) in frames of growing
+    size, the first after :data:`FIRST_FRAME` answers, so the process builds their records
+    while the loop still answers the rest of the turn; the turn's last frame is marked, and
+    ends the group the process commits (with every turn that ended while its last commit was
+    in progress), answering for them all; the loop reads the answer as it reads a socket and
+    settles the frames' futures. No thread of the server is involved, so no acknowledgement
+    waits for a thread to get the GIL back from the busy event loop. The answers' deadlines
+    are one timer of the channel's (:meth:`expire_at`), not a timer per answer.
     """
 
     def __init__(self, trail: AuditTrail, loop: asyncio.AbstractEventLoop) -> None:
@@ -368,6 +395,14 @@ class _Channel:
         self.batch: list[Capture] = []
         self.futures: list[asyncio.Future[bool]] = []
         self.counts: list[int] = []  # records per answer of the batch
+        self.turn = False  # the end of this loop turn's answers is scheduled (_send)
+        self.frame_size = FIRST_FRAME  # answers that make the turn's next frame go now
+        self.unended = False  # a frame of the turn went without the turn's end mark
+        # answers waiting for a commit, by deadline: (when, id, future); one timer, for the
+        # earliest (settled answers are dropped from the top as commits come)
+        self.deadlines: list[tuple[float, int, asyncio.Future[bool]]] = []
+        self.timer: asyncio.TimerHandle | None = None
+        self.timer_when = 0.0
         # what the process will answer, in order: a batch's futures and when it was sent, or
         # None for a probe
         self.sent: collections.deque[tuple[list[asyncio.Future[bool]], float, list[int]] | None] = (
@@ -393,35 +428,76 @@ class _Channel:
             logger.exception("could not capture an answer for the audit trail")
             return False
         future: asyncio.Future[bool] = self.loop.create_future()
-        if not self.batch:
+        if not self.turn:
+            self.turn = True
+            self.frame_size = FIRST_FRAME
             self.loop.call_soon(self._send)
-        self.batch.append(captured)
+        batch = self.batch
+        batch.append(captured)
         self.futures.append(future)
         self.counts.append(len(captured.invocations) + 1)
         self.waiting += 1
+        if len(batch) >= self.frame_size:
+            self.frame_size *= 2
+            self._send(False)
         return future
 
-    def _send(self) -> None:
+    def _send(self, last: bool = True) -> None:
+        """Hand the answers captured since the last frame to the process; ``last``: the
+        turn's answers end here (what the process commits as a group)."""
         from handler_kit.ops.audit.process import encode_frame
 
-        if self.failed or not self.batch:
+        if last:
+            self.turn = False
+        if self.failed or not (self.batch or (last and self.unended)):
             return
+        batch, futures, counts = self.batch, self.futures, self.counts
+        self.batch, self.futures, self.counts = [], [], []
         try:
-            self.out += encode_frame(("batch", self.batch))
+            frame = encode_frame(("batch", batch, last))
         except Exception:
-            self.trail.failed += len(self.batch)
-            logger.exception("could not hand %d answers to the audit writer", len(self.batch))
-            self.waiting -= len(self.batch)
-            for future in self.futures:
+            self.trail.failed += len(batch)
+            logger.exception("could not hand %d answers to the audit writer", len(batch))
+            self.waiting -= len(batch)
+            for future in futures:
                 if not future.done():
                     future.set_result(False)
-            self.batch, self.futures, self.counts = [], [], []
-            return
-        self.sent.append((self.futures, time.monotonic(), self.counts))
+            if not (last and self.unended):
+                return
+            # the turn's earlier frames are committed once its end comes: it comes empty
+            batch, futures, counts = [], [], []
+            frame = encode_frame(("batch", batch, last))
+        self.unended = not last
+        self.out += frame
+        self.sent.append((futures, time.monotonic(), counts))
         if self.trail._commit_started is None:
             self.trail._commit_started = time.monotonic()
-        self.batch, self.futures, self.counts = [], [], []
         self._write()
+
+    def expire_at(self, budget: float, future: asyncio.Future[bool]) -> None:
+        """Settle ``future`` False in ``budget`` seconds unless its commit came first."""
+        when = self.loop.time() + budget
+        heapq.heappush(self.deadlines, (when, id(future), future))
+        if self.timer is None or when < self.timer_when:
+            if self.timer is not None:
+                self.timer.cancel()
+            self.timer = self.loop.call_at(when, self._expire)
+            self.timer_when = when
+
+    def _expire(self) -> None:
+        """The earliest deadline: its answers, and any others whose time is up, fail."""
+        self.timer = None
+        deadlines = self.deadlines
+        # the loop runs a timer up to its clock's resolution early: so does this
+        now = self.loop.time() + _CLOCK_RESOLUTION
+        while deadlines and (deadlines[0][0] < now or deadlines[0][2].done()):
+            future = heapq.heappop(deadlines)[2]
+            if not future.done():
+                future.set_result(False)
+        if deadlines:
+            when = deadlines[0][0]
+            self.timer = self.loop.call_at(when, self._expire)
+            self.timer_when = when
 
     def _write(self) -> None:
         import os
@@ -508,6 +584,9 @@ class _Channel:
             for future, ok in settled:
                 if not future.done():  # a path that stopped waiting cancelled it
                     future.set_result(ok)
+            deadlines = self.deadlines
+            while deadlines and deadlines[0][2].done():
+                heapq.heappop(deadlines)
         nxt = next((entry for entry in self.sent if entry is not None), None)
         trail._commit_started = None if nxt is None else nxt[1]
 
@@ -556,6 +635,9 @@ class _Channel:
 
     def _detach(self) -> None:
         """Stop watching the pipes (on the loop)."""
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
         with contextlib.suppress(Exception):
             self.loop.remove_reader(self.process.acks)
         if self.writing:
@@ -779,6 +861,13 @@ class AuditTrail:
         of the handler's deadline)."""
         if isinstance(ack, bool):
             return ack
+        channel = self._channel
+        if channel is not None and not ack.done():
+            # through the writer process: every future of the trail is the channel's
+            if budget <= 0:
+                return False
+            channel.expire_at(budget, ack)
+            return await ack
         if not ack.done():
             import asyncio
 

@@ -34,23 +34,34 @@ from mcp.server.connection import Connection
 from mcp.server.runner import ServerRunner
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared import _otel as sdk_otel
-from mcp.shared.inbound import InboundModernRoute, classify_inbound_request
-from mcp_types import DEFAULT_NEGOTIATED_VERSION
-from mcp_types.methods import validate_client_request
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
-from opentelemetry.trace import (
-    NoOpTracerProvider,
-    ProxyTracerProvider,
-    SpanKind,
-    StatusCode,
-    get_tracer_provider,
+from mcp.shared.inbound import (
+    NAME_BEARING_METHODS,
+    InboundModernRoute,
+    classify_inbound_request,
+    decode_header_value,
 )
+from mcp_types import (
+    CLIENT_CAPABILITIES_META_KEY,
+    DEFAULT_NEGOTIATED_VERSION,
+    PROTOCOL_VERSION_META_KEY,
+)
+from mcp_types.methods import validate_client_request
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+from opentelemetry import trace as otel_trace
+from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, SpanKind, StatusCode
 from pydantic import ValidationError
 from pydantic_core import from_json, to_json
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from handler_kit.core.app import HookApp
-from handler_kit.server.mcp.tools import ToolOutcome, ToolSpec, call_context, run_tool
+from handler_kit.server.mcp.tools import (
+    ToolOutcome,
+    ToolSpec,
+    answer_tool,
+    call_context,
+    outcome_of,
+    run_tool,
+)
 
 __all__ = ["FastPath"]
 
@@ -79,7 +90,16 @@ _ROUTING_HEADERS = frozenset({b"mcp-protocol-version", b"mcp-method", b"mcp-name
 _ID_MARK = "@@handler-kit-id@@"
 _TEXT_MARK = "@@handler-kit-text@@"
 _UNTRACED = (ProxyTracerProvider, NoOpTracerProvider)
-_LEGACY_HEADERS = [(b"content-type", b"application/json")]  # + content-length, in that order
+_JSON = b"application/json"
+_JSON_TYPE = (b"content-type", _JSON)
+_HANDSHAKE_VERSIONS = frozenset(v.encode("latin-1") for v in HANDSHAKE_PROTOCOL_VERSIONS)
+_MODERN_VERSIONS = frozenset(MODERN_PROTOCOL_VERSIONS)
+
+
+def _tracer_provider() -> object:
+    """The global tracer provider as the SDK's span sees it: its proxy tracer delegates once
+    one is set, and reads nothing else (no environment lookup on every request)."""
+    return otel_trace._TRACER_PROVIDER
 
 
 class _Template:
@@ -108,9 +128,10 @@ class _Template:
 
     def render(self, request_id: int | str, text: str | None = None) -> bytes:
         parts = self.parts
+        encode = self.encode
         if text is None:
-            return parts[0] + self.encode(request_id) + parts[1]
-        return parts[0] + self.encode(request_id) + parts[1] + self.encode(text) + parts[2]
+            return b"".join((parts[0], encode(request_id), parts[1]))
+        return b"".join((parts[0], encode(request_id), parts[1], encode(text), parts[2]))
 
 
 def _ascii_json(value: int | str) -> bytes:
@@ -155,17 +176,43 @@ class FastPath:
         self.origins = frozenset(o for o in security.allowed_origins if not o.endswith(":*"))
         self.origin_prefixes = tuple(o[:-1] for o in security.allowed_origins if o.endswith(":*"))
         self.templates: dict[tuple[str, str, bool], _Template] = {}
-        self.valid_params: dict[tuple[str, str, str], bool] = {}
+        self.valid_params: dict[tuple[str, str, bytes | None], bool] = {}
+        # The verdict of the Accept, Host and Origin rules on each (accept, host, origin)
+        # seen: a client sends the same three on every call.
+        self.checked: dict[tuple[bytes | None, bytes | None, bytes | None], bool] = {}
+        # Header names seen that are none of the SDK's own (sessions, resumption,
+        # Mcp-Param-*): a client sends the same names on every call.
+        self.plain_names: set[bytes] = set()
         # The server's cap, which the mount gives the session manager too: a body over it
         # goes to the SDK, which refuses it before reading it.
         self.max_body = max_body
+        # What the SDK's modern ladder (classify_inbound_request) compares, worked out once:
+        # the Mcp-Name header each tool is called with, when its name travels verbatim (the
+        # SDK decodes a base64-wrapped header value; such a name takes the ladder itself).
+        self.header_names: dict[str, bytes] = {}
+        if NAME_BEARING_METHODS.get("tools/call") == "name" and "tools/list" not in (
+            NAME_BEARING_METHODS
+        ):
+            for name in tools:
+                try:
+                    raw = name.encode("latin-1")
+                except UnicodeEncodeError:
+                    continue
+                if decode_header_value(name) == name:
+                    self.header_names[name] = raw
 
     async def handle(self, scope: Scope, receive: Receive, send: Send, sdk: ASGIApp) -> None:
         """Answer the request here when this path can, otherwise hand it to ``sdk``."""
         if self.enabled and scope["type"] == "http" and scope["method"] == "POST" and self.usable():
             headers = self.headers_ok(scope)
             if headers is not None:
-                body, messages = await _read_body(receive)
+                message = await receive()
+                if message["type"] == "http.request" and not message.get("more_body", False):
+                    # the whole body in one message: what a client's small POST arrives as
+                    body: bytes | None = message.get("body", b"")
+                    messages = [message]
+                else:
+                    body, messages = await _read_body(_replay([message], receive))
                 if (
                     body is not None
                     and len(body) <= self.max_body
@@ -191,11 +238,8 @@ class FastPath:
     def traced(
         self, method: str, version: str, request_id: int | str, name: str | None, meta: Any
     ) -> Iterator[Any]:
-        """The SDK middleware's span for one message (same name, kind, attributes, parent),
-        when a tracer provider is configured; nothing otherwise (the SDK's is a no-op then)."""
-        if isinstance(get_tracer_provider(), _UNTRACED):
-            yield None
-            return
+        """The SDK middleware's span for one message (same name, kind, attributes, parent);
+        only entered when a tracer provider is configured (the SDK's is a no-op otherwise)."""
         attributes: dict[str, Any] = {
             "mcp.method.name": method,
             "mcp.protocol.version": version,
@@ -216,7 +260,31 @@ class FastPath:
             yield span
 
     def headers_ok(self, scope: Scope) -> dict[bytes, bytes] | None:
-        """The headers the SDK reads, when they pass its checks; None sends it to the SDK."""
+        """The headers the SDK reads, when they pass its checks; None sends it to the SDK.
+
+        One dict of every header (the server's own, when it made one for the auth check):
+        when it has as many entries as the request has headers, no header is repeated
+        (otherwise :meth:`headers_exact` decides, one header at a time); its names are then
+        checked against those already known not to be the SDK's alone.
+        """
+        raw = scope["headers"]
+        found: dict[bytes, bytes] | None = scope.get("handler_kit.headers")
+        if found is None:
+            found = dict(raw)
+        if len(found) != len(raw):
+            return self.headers_exact(scope)
+        if not found.keys() <= self.plain_names:
+            for name in found:
+                if name.startswith(_SDK_ONLY_HEADERS):
+                    return None
+            if len(self.plain_names) >= _MAX_REMEMBERED:
+                self.plain_names.clear()
+            self.plain_names.update(found)
+        return found if self.found_ok(found) else None
+
+    def headers_exact(self, scope: Scope) -> dict[bytes, bytes] | None:
+        """:meth:`headers_ok`, one header at a time: the watched ones, none of them twice,
+        and none of the headers that are the SDK's alone."""
         found: dict[bytes, bytes] = {}
         for key, value in scope["headers"]:
             if key in _WATCHED_HEADERS:
@@ -225,37 +293,54 @@ class FastPath:
                 found[key] = value
             elif key.startswith(_SDK_ONLY_HEADERS):
                 return None
+        return found if self.found_ok(found) else None
+
+    def found_ok(self, found: dict[bytes, bytes]) -> bool:
+        """Whether the SDK's Content-Type, Accept, Host and Origin checks pass, and the
+        declared length is within the cap."""
         content_type = found.get(b"content-type")
-        if content_type is None or not (
-            content_type == b"application/json" or content_type.startswith(b"application/json;")
+        if content_type != _JSON and (
+            content_type is None or not content_type.startswith(b"application/json;")
         ):
-            return None
+            return False
         length = found.get(b"content-length")
         if length is None or not length.isdigit() or int(length) > self.max_body:
-            return None
-        if not _accepts_json(found.get(b"accept", b"")):
-            return None
+            return False
+        key = (found.get(b"accept"), found.get(b"host"), found.get(b"origin"))
+        known = self.checked.get(key)
+        if known is None:
+            known = self._check(*key)
+            if len(self.checked) >= _MAX_REMEMBERED:
+                self.checked.clear()
+            self.checked[key] = known
+        return known
+
+    def _check(self, accept: bytes | None, host: bytes | None, origin: bytes | None) -> bool:
+        if not _accepts_json(accept or b""):
+            return False
         if self.check_hosts:
-            host = found.get(b"host", b"").decode("latin-1")
-            if not host or not (host in self.hosts or host.startswith(self.host_prefixes)):
-                return None
-            origin = found.get(b"origin", b"").decode("latin-1")
-            if origin and not (origin in self.origins or origin.startswith(self.origin_prefixes)):
-                return None
-        return found
+            name = (host or b"").decode("latin-1")
+            if not name or not (name in self.hosts or name.startswith(self.host_prefixes)):
+                return False
+            where = (origin or b"").decode("latin-1")
+            if where and not (where in self.origins or where.startswith(self.origin_prefixes)):
+                return False
+        return True
 
     async def serve(
         self, scope: Scope, headers: dict[bytes, bytes], body: bytes, send: Send
     ) -> bool:
         """Serve the request and return True, or return False having done nothing."""
         raw_version = headers.get(b"mcp-protocol-version")
-        version = raw_version.decode("latin-1") if raw_version is not None else None
-        modern = version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS
+        modern = raw_version is not None and raw_version not in _HANDSHAKE_VERSIONS
+        # pydantic-core's parser for both eras: what it accepts, json.loads (the modern
+        # transport's parser) accepts as the same value; what it refuses (a byte-order mark,
+        # UTF-16, lone surrogates) goes to the SDK, which answers it as it always does.
         try:
-            decoded = json.loads(body) if modern else from_json(body)
+            decoded = from_json(body)
         except (ValueError, RecursionError):
             return False
-        if not isinstance(decoded, dict) or not decoded.keys() >= {"jsonrpc", "id", "method"}:
+        if type(decoded) is not dict or not decoded.keys() >= {"jsonrpc", "id", "method"}:
             return False
         if decoded.keys() - _ENVELOPE_KEYS or decoded["jsonrpc"] != "2.0":
             return False
@@ -268,33 +353,39 @@ class FastPath:
         method = decoded["method"]
         params = decoded.get("params")
         if method == "tools/call":
-            if not isinstance(params, dict) or params.keys() - _CALL_PARAM_KEYS:
+            if type(params) is not dict or params.keys() - _CALL_PARAM_KEYS:
                 return False
             name = params.get("name")
             spec = self.tools.get(name) if type(name) is str else None
             arguments = params.get("arguments")
-            if spec is None or not (arguments is None or isinstance(arguments, dict)):
+            if spec is None or not (arguments is None or type(arguments) is dict):
                 return False
         elif method == "tools/list":
             if params is not None and (
-                not isinstance(params, dict) or params.keys() - _LIST_PARAM_KEYS
+                type(params) is not dict or params.keys() - _LIST_PARAM_KEYS
             ):
                 return False
             spec = arguments = None
         else:
             return False
+        meta = params.get("_meta") if params else None
         if modern:
-            routing = {
-                key.decode(): value.decode("latin-1")
-                for key, value in headers.items()
-                if key in _ROUTING_HEADERS
-            }
-            verdict = classify_inbound_request(decoded, headers=routing)
-            if not isinstance(verdict, InboundModernRoute):
-                return False
-            version = verdict.protocol_version
-        elif version is None:
+            assert raw_version is not None  # modern implies the header
+            version = raw_version.decode("latin-1")
+            if not self.admitted(headers, version, method, spec, meta):
+                routing = {
+                    key.decode(): value.decode("latin-1")
+                    for key, value in headers.items()
+                    if key in _ROUTING_HEADERS
+                }
+                verdict = classify_inbound_request(decoded, headers=routing)
+                if not isinstance(verdict, InboundModernRoute):
+                    return False
+                version = verdict.protocol_version
+        elif raw_version is None:
             version = DEFAULT_NEGOTIATED_VERSION
+        else:
+            version = raw_version.decode("latin-1")
         if not self.params_valid(method, version, params):
             return False
         try:
@@ -306,28 +397,70 @@ class FastPath:
             logger.warning("MCP fast path disabled: cannot build response templates", exc_info=True)
             self.enabled = False
             return False
-        meta = params.get("_meta") if params else None
-        with self.traced(method, version, request_id, spec.name if spec else None, meta) as span:
+        provider = _tracer_provider()
+        if provider is None or isinstance(provider, _UNTRACED):
+            # the common case: no span, so no context manager either
             if spec is None:
                 body_out = template.render(request_id)
             else:
-                context = call_context(spec, scope, request_id, "fast")
-                outcome = await run_tool(self.hook_app, spec, arguments, context)
-                if outcome.is_error:
-                    body_out = error_template.render(request_id, outcome.text)
-                    if span is not None:
+                hook_app = self.hook_app
+                context = (
+                    call_context(spec, scope, request_id, "fast")
+                    if hook_app.observers or hook_app.committers
+                    else None
+                )
+                answered = await answer_tool(hook_app, spec, arguments, context, owned=True)
+                if not isinstance(answered, ToolOutcome) and not answered.failed:
+                    # the answer's own body is the text: no result object on the way
+                    body_out = template.render(request_id, answered.body.decode())
+                else:
+                    if not isinstance(answered, ToolOutcome):
+                        answered = outcome_of(spec.handler, answered)
+                    body_out = (error_template if answered.is_error else template).render(
+                        request_id, answered.text
+                    )
+        else:
+            name = spec.name if spec else None
+            with self.traced(method, version, request_id, name, meta) as span:
+                if spec is None:
+                    body_out = template.render(request_id)
+                else:
+                    context = call_context(spec, scope, request_id, "fast")
+                    outcome = await run_tool(self.hook_app, spec, arguments, context, owned=True)
+                    if outcome.is_error:
+                        body_out = error_template.render(request_id, outcome.text)
                         span.set_attribute("error.type", "tool_error")
                         span.set_status(StatusCode.ERROR)
-                else:
-                    body_out = template.render(request_id, outcome.text)
-        length = str(len(body_out)).encode()
-        if modern:
-            raw = [(b"content-length", length), (b"content-type", b"application/json")]
-        else:
-            raw = [*_LEGACY_HEADERS, (b"content-length", length)]
+                    else:
+                        body_out = template.render(request_id, outcome.text)
+        length = (b"content-length", b"%d" % len(body_out))
+        raw = [length, _JSON_TYPE] if modern else [_JSON_TYPE, length]
         await send({"type": "http.response.start", "status": 200, "headers": raw})
         await send({"type": "http.response.body", "body": body_out})
         return True
+
+    def admitted(
+        self,
+        headers: dict[bytes, bytes],
+        version: str,
+        method: str,
+        spec: ToolSpec | None,
+        meta: Any,
+    ) -> bool:
+        """Whether the SDK's modern ladder (``classify_inbound_request``) admits the request
+        as ``version``, decided without it for the shape every client sends: ``_meta`` with
+        this version and the capabilities, ``Mcp-Method`` the method, ``Mcp-Name`` the tool's
+        name verbatim, a supported version. False means "ask the ladder", not "refused"."""
+        if type(meta) is not dict or meta.get(PROTOCOL_VERSION_META_KEY) != version:
+            return False
+        if CLIENT_CAPABILITIES_META_KEY not in meta or version not in _MODERN_VERSIONS:
+            return False
+        if headers.get(b"mcp-method") != method.encode():
+            return False
+        if spec is None:  # tools/list names nothing
+            return True
+        expected = self.header_names.get(spec.name)
+        return expected is not None and headers.get(b"mcp-name") == expected
 
     def params_valid(self, method: str, version: str, params: dict[str, Any] | None) -> bool:
         """Whether the SDK's per-version params validation accepts ``params``.
@@ -335,11 +468,22 @@ class FastPath:
         By now ``name`` is a str naming a tool and ``arguments`` an object or absent, which the
         schema accepts whatever they hold (``arguments`` is ``dict[str, Any]``); the answer
         then depends on ``_meta`` alone, which a client sends the same on every call, so it is
-        remembered. ``repr`` is an exact key for JSON values (it tells 1, 1.0, True and "1"
-        apart).
+        remembered, keyed by its JSON.
         """
-        meta = params.get("_meta") if params else None
-        key = (method, version, repr(meta))
+        key: tuple[str, str, bytes | None]
+        if params is None:
+            meta = None
+            key = (method, version, None)
+        else:
+            meta = params.get("_meta")
+            # pydantic-core's JSON of a parsed JSON value is an exact key (it tells 1, 1.0,
+            # true and "1" apart; NaN and the infinities are spelled out) and cheaper than its
+            # repr; an absent _meta and a null one differ in the probe, so in the key too
+            key = (
+                method,
+                version,
+                to_json(meta, inf_nan_mode="constants") if "_meta" in params else b"",
+            )
         known = self.valid_params.get(key)
         if known is None:
             probe: dict[str, Any] | None = params

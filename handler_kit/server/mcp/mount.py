@@ -204,7 +204,13 @@ class _McpAsgi:
         self.mount = mount
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.mount.handle(scope, receive, send)
+        mount = self.mount
+        fast = mount._fast
+        if fast is not None and mount._manager is not None:
+            # McpMount.handle's common case without its frame: every tool call comes here
+            await fast.handle(scope, receive, send, mount._sdk)
+        else:
+            await mount.handle(scope, receive, send)
 
 
 # The codes of the JSON error bodies, named as the webhook names the same errors.

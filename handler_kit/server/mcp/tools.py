@@ -12,8 +12,8 @@ the bytes the webhook would send. The SDK's tool handler and the fast path both 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import mcp_types as mt
@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from handler_kit.core.app import HookApp
 from handler_kit.core.events import HookEvent
+from handler_kit.core.matchers import is_match_all
 from handler_kit.core.vocabulary import Answer, Handler
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "UNRECORDED_MESSAGE",
     "ToolOutcome",
     "ToolSpec",
+    "answer_tool",
     "build_tools",
     "call_context",
     "outcome_of",
@@ -50,10 +52,21 @@ UNRECORDED_MESSAGE = (
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
-    """One handler as a tool: its MCP ``Tool`` object and what a call needs."""
+    """One handler as a tool: its MCP ``Tool`` object and what a call needs, looked up once
+    (the event model's validator, whether the matcher can refuse anything)."""
 
     handler: Handler
     tool: mt.Tool
+    # pydantic-core's validator itself: model_validate is a Python frame around it
+    validate: Callable[[Any], HookEvent] = field(init=False, repr=False, compare=False)
+    # None when the matcher matches every value: no test to make
+    matches: Callable[[str | None], bool] | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        validator = self.handler.model.__pydantic_validator__
+        object.__setattr__(self, "validate", validator.validate_python)
+        matches = None if is_match_all(self.handler.matcher) else self.handler.matches
+        object.__setattr__(self, "matches", matches)
 
     @property
     def name(self) -> str:
@@ -167,6 +180,8 @@ async def run_tool(
     spec: ToolSpec,
     arguments: Mapping[str, Any] | None,
     context: dict[str, Any] | None = None,
+    *,
+    owned: bool = False,
 ) -> ToolOutcome:
     """Answer one call of ``spec``'s tool with ``arguments``: the single decision path.
 
@@ -176,9 +191,32 @@ async def run_tool(
     A failed answer (every handler failed, no fail-closed policy) is an ``isError`` result with
     a generic message; a fail-closed failure is already the safe decision inside the answer,
     and so are arguments a fail-closed handler cannot read.
+
+    ``owned``: ``arguments`` is a dict the caller made for this call alone (the fast path's
+    freshly parsed body), so it is completed in place instead of copied.
     """
+    answered = await answer_tool(hook_app, spec, arguments, context, owned=owned)
+    if isinstance(answered, ToolOutcome):
+        return answered
+    return outcome_of(spec.handler, answered)
+
+
+async def answer_tool(
+    hook_app: HookApp,
+    spec: ToolSpec,
+    arguments: Mapping[str, Any] | None,
+    context: dict[str, Any] | None = None,
+    *,
+    owned: bool = False,
+) -> Answer | ToolOutcome:
+    """:func:`run_tool` short of its result: the :class:`Answer` when there is one (its
+    :func:`outcome_of` is the result), or the error result of a call no handler could answer.
+    The fast path takes the answer's body from here without a :class:`ToolOutcome`."""
     handler = spec.handler
-    data = dict(arguments) if arguments else {}
+    if arguments:
+        data = arguments if owned and type(arguments) is dict else dict(arguments)
+    else:
+        data = {}
     given = data.get("hook_event_name")
     if given is None:
         data["hook_event_name"] = handler.event
@@ -189,7 +227,7 @@ async def run_tool(
             is_error=True,
         )
     try:
-        event = handler.model.model_validate(data)
+        event = spec.validate(data)
     except ValidationError as exc:
         # A runtime proceeds on an error result: a fail-closed gate that cannot read its
         # arguments answers its safe decision instead, as on its webhook route.
@@ -201,9 +239,10 @@ async def run_tool(
             context=context,
         )
         if refused is not None:
-            return outcome_of(handler, refused)
+            return refused
         return ToolOutcome(_invalid_input_message(handler, exc), is_error=True)
-    handlers = [handler] if handler.matches(event.matcher_value()) else []
+    matches = spec.matches
+    handlers = [handler] if matches is None or matches(event.matcher_value()) else []
     try:
         answer = await hook_app.answer(event, handlers, transport="mcp", context=context)
     except Exception:
@@ -211,7 +250,7 @@ async def run_tool(
         # or the core. Say so generically: the SDK's legacy path would put str(exc) on the wire.
         logger.exception("answering %s over MCP failed", handler.name)
         return ToolOutcome(FAILED_MESSAGE.format(name=handler.name), is_error=True)
-    return outcome_of(handler, answer)
+    return answer
 
 
 def outcome_of(handler: Handler, answer: Answer) -> ToolOutcome:
