@@ -654,33 +654,21 @@ def _build(capture: Capture, app: str, policy: RecordPolicy) -> list[dict[str, A
     if templates is None:
         templates = _templates(app, policy.app_version, policy.replica)
     # the identifiers copied onto every record (ID_FIELDS), redacted as any recorded string
-    tool_name = get("tool_name")
-    if type(tool_name) is str:
-        found = texts.get(tool_name)
-        tool_name = found if found is not None else text(tool_name)
-    elif tool_name is not None:
-        tool_name = text(tool_name) if isinstance(tool_name, str) else None
-    session_id = get("session_id")
-    if type(session_id) is str:
-        found = texts.get(session_id)
-        session_id = found if found is not None else text(session_id)
-    elif session_id is not None:
-        session_id = text(session_id) if isinstance(session_id, str) else None
-    turn_id = get("turn_id")
-    if type(turn_id) is str:
-        found = texts.get(turn_id)
-        turn_id = found if found is not None else text(turn_id)
-    elif turn_id is not None:
-        turn_id = text(turn_id) if isinstance(turn_id, str) else None
-    tool_use_id = get("tool_use_id")
-    if tool_use_id is not None:
-        tool_use_id = text(tool_use_id) if isinstance(tool_use_id, str) else None
-    agent_id = get("agent_id")
-    if type(agent_id) is str:
-        found = texts.get(agent_id)
-        agent_id = found if found is not None else text(agent_id)
-    elif agent_id is not None:
-        agent_id = text(agent_id) if isinstance(agent_id, str) else None
+    # (the redactor caches them: the same ids come back on every call)
+    ids: list[str | None] = []
+    for value in (
+        get("tool_name"),
+        get("session_id"),
+        get("turn_id"),
+        get("tool_use_id"),
+        get("agent_id"),
+    ):
+        if type(value) is str:
+            found = texts.get(value)
+            ids.append(found if found is not None else text(value))
+        else:
+            ids.append(text(value) if isinstance(value, str) else None)
+    tool_name, session_id, turn_id, tool_use_id, agent_id = ids
     out: list[dict[str, Any]] = []
     redacted_answer_output = None
     latency_max = 0.0
