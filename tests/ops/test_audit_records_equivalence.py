@@ -15,9 +15,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 from hypothesis.configuration import set_hypothesis_home_dir
+from pydantic import ValidationError
 
 from handler_kit import HookApp, allow, deny
 from handler_kit.core.events import model_for
@@ -135,7 +136,12 @@ def observed(draw: st.DrawFn) -> Observed:
         if draw(st.booleans()):
             data[field] = draw(texts)
     data.update(draw(st.dictionaries(any_text, json_values(4), max_size=2)))
-    event = model_for(name).model_validate(data)
+    try:
+        event = model_for(name).model_validate(data)
+    except ValidationError:
+        # an input the server refuses (a lone surrogate in an extra field's name, say) is
+        # never answered, so never recorded
+        reject()
     app = APPS[draw(st.sampled_from(sorted(APPS)))]
     for handler in ("first", "second", "third"):
         RETURNS[handler] = draw(
