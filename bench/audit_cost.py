@@ -104,13 +104,17 @@ def writer_side(frames: list[bytes], folder: str) -> None:
     sink = R.JsonLinesSink(os.path.join(folder, "audit.jsonl"))
     sink.open()
     settings = policy()
-    # the writer process's own loop (process.main), or the one of the version before it
+    # the writer process's own loop (process.main), or the one of a version before it
     record_lines = getattr(R, "record_lines", None)
+    # what the sink reads of the records (process.main does the same)
+    record_keys = R.record_keys_of([sink]) if hasattr(R, "record_keys_of") else None
     for frame in frames:
         message = pickle.loads(frame[4:])
         lines = []
         for item in message[1]:
-            if record_lines is not None:
+            if record_keys is not None:
+                lines.extend(record_lines(item, "refund_gate", settings, record_keys=record_keys))
+            elif record_lines is not None:
                 lines.extend(record_lines(item, "refund_gate", settings))
             else:
                 lines.extend(R.serialize(R.records(item, "refund_gate", settings)))

@@ -124,8 +124,16 @@ class Server:
         self.env = child_env(env)
         self.log_path = log_dir / f"{name}.log.tmp"
         self.proc: subprocess.Popen | None = None
+        self._terminated = False
 
     def start(self, timeout: float = 30.0) -> None:
+        self.spawn()
+        self.wait_ready(timeout)
+
+    def spawn(self) -> None:
+        """Start the process without waiting for it: servers spawned together start up on
+        every core at once (``wait_ready`` then waits for each)."""
+        self._terminated = False
         log = self.log_path.open("wb")
         try:
             self.proc = subprocess.Popen(
@@ -139,6 +147,9 @@ class Server:
             )
         finally:
             log.close()
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        assert self.proc is not None, "spawn() first"
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -175,11 +186,19 @@ class Server:
             return self.log_path.read_text(errors="replace")[-chars:].strip()
         return ""
 
+    def terminate(self) -> None:
+        """Ask the server to stop (SIGTERM) without waiting for it: servers asked together
+        shut down together; ``stop()`` then waits."""
+        if self.proc is not None and self.proc.poll() is None and not self._terminated:
+            self.proc.terminate()
+            self._terminated = True
+
     def stop(self) -> None:
         proc, self.proc = self.proc, None
         if proc is None or proc.poll() is not None:
             return
-        proc.terminate()
+        if not self._terminated:
+            proc.terminate()
         try:
             proc.wait(timeout=5)
         except subprocess.TimeoutExpired:

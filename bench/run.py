@@ -77,7 +77,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--only", choices=SECTIONS, action="append", help="run only this section")
     p.add_argument("--connections", default="1,16,64", help="webhook connection counts")
     p.add_argument("--mcp-connections", default="1,16", help="MCP connection counts")
-    p.add_argument("--command-runs", type=int, help="runs per command case (default 30, quick 6)")
+    p.add_argument("--command-runs", type=int, help="runs per command case (default 30, quick 2)")
     p.add_argument("--webhook-path", default="/hooks/refund_gate", help="handler-kit route")
     p.add_argument(
         "--audit-sinks",
@@ -88,7 +88,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--memory-requests",
         type=int,
         help="memory section: requests before the second RSS reading (default 100000, "
-        "quick 3000); the first is after 1,000 (quick 300)",
+        "quick 1500); the first is after 1,000 (quick 300)",
     )
     p.add_argument(
         "--serve-arg",
@@ -113,11 +113,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     args = p.parse_args(argv)
     args.rounds = max(1, args.rounds or (1 if args.quick else 5))
-    args.memory_requests = max(2, args.memory_requests or (3000 if args.quick else 100_000))
+    args.memory_requests = max(2, args.memory_requests or (1500 if args.quick else 100_000))
     args.memory_first = min(300 if args.quick else 1000, args.memory_requests // 2)
     args.sinks = [x.strip() for x in args.audit_sinks.split(",") if x.strip()]
     args.duration = max(1.0, args.duration or (1.0 if args.quick else 4.0))
-    args.command_runs = max(1, args.command_runs or (6 if args.quick else 30))
+    args.command_runs = max(1, args.command_runs or (2 if args.quick else 30))
     args.conns = [int(c) for c in args.connections.split(",") if c.strip()]
     args.mcp_conns = [int(c) for c in args.mcp_connections.split(",") if c.strip()]
     args.sections = args.only or list(SECTIONS)
@@ -198,11 +198,23 @@ class Side:
         self.status, self.reason = status, reason
         log(f"  {self.label}: {status}: {reason}")
 
+    def spawn(self) -> None:
+        """Start this side's server process (once) without waiting for it to be ready."""
+        if self.server is None or self.server.proc is not None:
+            return
+        try:
+            self.server.spawn()
+        except OSError as exc:
+            self.fail("error", str(exc))
+
     def start(self, check: bytes) -> None:
+        """Wait until the server (spawned here if it was not) is ready; one request checked."""
         if self.server is None:
             return
         try:
-            self.server.start()
+            if self.server.proc is None:
+                self.server.spawn()
+            self.server.wait_ready()
             status, body = post(self.server.port, self.path, self.headers, self.body)
         except (ServerError, OSError) as exc:
             self.fail("error", str(exc))
@@ -250,12 +262,17 @@ def compare_servers(
     ``args.rounds`` times; one row per other side and count. ``before_stop(live sides)`` runs
     after the last load, while the servers still run."""
     try:
+        for side in sides:  # all at once: their start-ups overlap, none is loaded yet
+            if side.status == "ok":
+                side.spawn()
         for side in sides:
             if side.status == "ok":
                 log(f"  starting {side.label}")
                 side.start(check)
         live = [s for s in sides if s.status == "ok"]
-        for side in live:  # warm-up: imports, caches, JIT-free but allocator-warm
+        # warm-up: imports, caches, JIT-free but allocator-warm; a quick run's figures are
+        # not read, so it goes without
+        for side in [] if args.quick else live:
             with contextlib.suppress(LoadError, subprocess.TimeoutExpired):
                 lg.run(side.server.port, side.path, side.headers, side.body, max(conns), 1)
         for rnd in range(args.rounds):
@@ -294,6 +311,9 @@ def compare_servers(
         if before_stop is not None:
             before_stop(live)
     finally:
+        for side in sides:  # all asked at once: their shutdowns overlap
+            if side.server is not None:
+                side.server.terminate()
         for side in sides:
             if side.server is not None:
                 side.server.stop()
@@ -429,6 +449,10 @@ def run_audit(args, lg: LoadGenerator, log_dir: Path) -> dict:
             )
         ]
         _handler_kit_server(sides[0], "audit_off", lg, log_dir, args.serve_arg)
+        # each server starts up as soon as it is made, while the next sink's database
+        # (PostgreSQL's) is made; compare_servers waits for them
+        sides[0].spawn()
+        stack.callback(sides[0].server.stop)
         for sink in args.sinks:
             env = _audit_env(sink, folder, stack)
             if env is None:
@@ -444,6 +468,8 @@ def run_audit(args, lg: LoadGenerator, log_dir: Path) -> dict:
             )
             _handler_kit_server(side, f"audit_{sink}", lg, log_dir, args.serve_arg, env)
             sides.append(side)
+            side.spawn()
+            stack.callback(side.server.stop)
         if len(sides) > 1:
             rows.update(
                 compare_servers(
@@ -542,30 +568,45 @@ def run_memory(args, lg: LoadGenerator, log_dir: Path) -> dict:
         f"\n== memory: worker RSS after {args.memory_first:,} and {args.memory_requests:,} requests"
     )
     rows = {}
+    sides = []
     for section, path, headers, body in (
         (WEBHOOK, args.webhook_path, payload.WEBHOOK_HEADERS, payload.EVENT_BODY),
         (MCP, "/mcp", payload.MCP_HEADERS, payload.MCP_BODY),
     ):
         side = Side(section, f"handler-kit {section}", path, headers, body)
         _handler_kit_server(side, f"memory_{section}", lg, log_dir, args.serve_arg)
-        row: dict = {"section": MEMORY, "label": f"{section} worker RSS", "status": "ok"}
-        try:
-            side.start(b"deny")
-            if side.status != "ok":
-                row.update(status=side.status, reason=side.reason)
-            else:
-                row.update(_memory_run(side, lg, args))
-        finally:
+        sides.append(side)
+    # both start up together; the second idles (its memory untouched) while the first is loaded
+    try:
+        for side in sides:
+            side.spawn()
+        for side in sides:
+            rows[f"{MEMORY}_{side.key}"] = _memory_row(side, lg, args)
+    finally:
+        for side in sides:
             if side.server is not None:
                 side.server.stop()
-        rows[f"{MEMORY}_{section}"] = row
-        log(
-            f"  {row['label']}: {_f(row.get('rss_first_kb'), ',.0f')} kB after "
-            f"{row.get('requests_first', 0):,} requests, {_f(row.get('rss_last_kb'), ',.0f')} "
-            f"kB after {row.get('requests_last', 0):,}: growth {_f(row.get('growth'), '.1%')}"
-            + ("" if row["status"] == "ok" else f"  {row['status']}: {row.get('reason', '')}")
-        )
     return rows
+
+
+def _memory_row(side: Side, lg: LoadGenerator, args) -> dict:
+    row: dict = {"section": MEMORY, "label": f"{side.key} worker RSS", "status": "ok"}
+    try:
+        side.start(b"deny")
+        if side.status != "ok":
+            row.update(status=side.status, reason=side.reason)
+        else:
+            row.update(_memory_run(side, lg, args))
+    finally:
+        if side.server is not None:
+            side.server.stop()
+    log(
+        f"  {row['label']}: {_f(row.get('rss_first_kb'), ',.0f')} kB after "
+        f"{row.get('requests_first', 0):,} requests, {_f(row.get('rss_last_kb'), ',.0f')} "
+        f"kB after {row.get('requests_last', 0):,}: growth {_f(row.get('growth'), '.1%')}"
+        + ("" if row["status"] == "ok" else f"  {row['status']}: {row.get('reason', '')}")
+    )
+    return row
 
 
 def _memory_run(side: Side, lg: LoadGenerator, args) -> dict:
@@ -672,8 +713,8 @@ def _run_command_cases(args, server: Server, forward_argv: list[str]) -> dict:
         k: {"label": v[0], "status": "ok", "argv": v[1]} for k, v in cases.items()
     }
     try:
-        server.start()
-    except (ServerError, OSError) as exc:
+        server.spawn()  # starting up while the other cases' preflights run; waited for below
+    except OSError as exc:
         status[FORWARD].update(status="error", reason=f"server: {exc}")
     # Bytecode as an installed package has it: pip compiles .pyc files at install time, but
     # an environment with PYTHONDONTWRITEBYTECODE=1 would recompile handler-kit and the example
@@ -696,6 +737,11 @@ def _run_command_cases(args, server: Server, forward_argv: list[str]) -> dict:
         return wall, cpu, done
 
     for key, (label, argv, check) in cases.items():  # preflight, also warms the page cache
+        if key == FORWARD and status[key]["status"] == "ok":
+            try:
+                server.wait_ready()
+            except ServerError as exc:
+                status[FORWARD].update(status="error", reason=f"server: {exc}")
         if status[key]["status"] != "ok":
             log(f"  {label}: {status[key]['status']}: {status[key].get('reason', '')}")
             continue

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import ssl
+import subprocess
+import sys
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from example_servers.refund_gate import app as refund_gate_app
 from handler_kit import HookApp
+from tests.support.processes import REPO
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -23,6 +29,79 @@ def private_cache_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Non
         os.environ.pop("XDG_CACHE_HOME", None)
     else:
         os.environ["XDG_CACHE_HOME"] = previous
+
+
+# the loggers a process's logging set-up configures: the root (``handler-kit serve``'s
+# dictConfig, ``dispatch``'s basicConfig) and uvicorn's (every ``uvicorn.Config``)
+CONFIGURED_LOGGERS = ("", "uvicorn", "uvicorn.error", "uvicorn.access")
+
+
+@pytest.fixture(autouse=True)
+def logging_left_as_found() -> Iterator[None]:
+    """Put the loggers a test's in-process run configured back as they were.
+
+    ``main(["serve", ...])`` run in a test configures logging as it does in its own process:
+    a handler on the root logger writing to the ``sys.stderr`` of that moment, which in a test
+    is pytest's capture, closed when the test ends. Left in place, every later record (at the
+    level it set) would be written to a closed file, by whichever later test or background
+    thread logs it: a "Logging error ... I/O operation on closed file" in the run's output."""
+    loggers = [logging.getLogger(name) for name in CONFIGURED_LOGGERS]
+    saved = [(lg, list(lg.handlers), lg.level, lg.propagate, lg.disabled) for lg in loggers]
+    yield
+    for lg, handlers, level, propagate, disabled in saved:
+        for handler in list(lg.handlers):
+            # pytest's own capturing handlers on the root come and go with each phase
+            if handler not in handlers and not type(handler).__module__.startswith("_pytest"):
+                lg.removeHandler(handler)
+        for handler in handlers:
+            if handler not in lg.handlers and not type(handler).__module__.startswith("_pytest"):
+                lg.addHandler(handler)
+        lg.setLevel(level)
+        lg.propagate = propagate
+        lg.disabled = disabled
+
+
+@pytest.fixture(autouse=True, scope="session")
+def compiled_sources() -> None:
+    """Compile the repository's sources to bytecode once, where Python looks for it: with
+    ``PYTHONDONTWRITEBYTECODE=1`` in the environment (as in CI) and a fresh clone, each of the
+    suite's hundreds of child processes (servers, the CLI, hooks, the bench) would otherwise
+    compile every handler-kit module it imports anew, as an installed package never does. The
+    children still write nothing: a file a test writes and rewrites is never read stale."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    folders = [str(REPO / name) for name in ("handler_kit", "example_servers", "tests", "bench")]
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", "-j", "0", *folders],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        check=False,  # a file that does not compile fails its own tests, with a clear message
+        timeout=300,
+    )
+
+
+@pytest.fixture(autouse=True, scope="session")
+def one_default_tls_context() -> Iterator[None]:
+    """httpx builds a new TLS context for every client made with the default
+    ``verify=True`` (the whole CA bundle read and parsed, even for an http:// URL), and the
+    suite makes hundreds of clients: those share one context, built by httpx the same way
+    (for the same environment). A client given a context, a CA or a certificate of its own
+    gets what it asked for, as before."""
+    from httpx._transports import default as transports
+
+    build = transports.create_ssl_context
+    built: dict[tuple[bool, str | None, str | None], ssl.SSLContext] = {}
+
+    def create(verify: Any = True, cert: Any = None, trust_env: bool = True) -> ssl.SSLContext:
+        if verify is not True or cert:
+            return build(verify=verify, cert=cert, trust_env=trust_env)
+        key = (trust_env, os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+        if key not in built:
+            built[key] = build(verify=True, cert=None, trust_env=trust_env)
+        return built[key]
+
+    transports.create_ssl_context = create
+    yield
+    transports.create_ssl_context = build
 
 
 @pytest.fixture(scope="session")

@@ -42,11 +42,18 @@ class ClientTarget:
 
     @classmethod
     def for_app(cls, hook_app: HookApp) -> ClientTarget:
+        from handler_kit.auth import generate_token
+        from handler_kit.config import ServerConfig
         from handler_kit.testing.client import HookClient
 
+        # Cases are answered through the webhook alone: without the MCP endpoint the run never
+        # imports the MCP SDK or starts its session manager, the largest part of a short run's
+        # start-up. Every answer is the same: MCP and the webhook answer through the same app.
+        config = ServerConfig(tokens=[generate_token()], mcp=False)
         # a handler's exception is raised here, so a crash is reported as one instead of
         # passing for the answer the failure policy gives (a fail-closed gate's deny)
-        return cls(HookClient.for_app(hook_app, raise_handler_exceptions=True), in_process=True)
+        client = HookClient.for_app(hook_app, config, raise_handler_exceptions=True)
+        return cls(client, in_process=True)
 
     @classmethod
     def for_url(

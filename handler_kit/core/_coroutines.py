@@ -12,8 +12,10 @@ and both are here so there is one place that steps coroutines by hand:
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Coroutine, Generator
 from time import perf_counter
+from types import FunctionType, MethodType
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -76,8 +78,8 @@ def never_suspends(func: Callable[..., Any]) -> bool:
     """True when ``func``'s own code cannot suspend: no await, ``async for``/``async with``.
 
     Read from the bytecode (2-byte units since 3.6; inline caches are units of opcode 0).
-    Anything without a plain code object (a callable instance, a C function) is "may
-    suspend", which only means it runs on a loop.
+    Anything but a plain Python function or a method of one (a callable instance, a partial,
+    a C or Cython function) is "may suspend", which only means it runs on a loop.
     """
     global _SUSPENDING_OPS
     if _SUSPENDING_OPS is None:
@@ -85,12 +87,37 @@ def never_suspends(func: Callable[..., Any]) -> bool:
 
         names = ("GET_AWAITABLE", "GET_AITER", "GET_ANEXT", "BEFORE_ASYNC_WITH", "SEND")
         _SUSPENDING_OPS = frozenset(opcode.opmap[n] for n in names if n in opcode.opmap)
-    code = getattr(func, "__code__", None)
-    if code is None:
+    # only a Python function's code is the code that runs: a callable instance, a compiled
+    # (Cython) function or any object may carry a ``__code__`` that is not what its call runs
+    if type(func) is MethodType:
+        func = func.__func__
+    if type(func) is not FunctionType:
         return False
-    raw = code.co_code
+    raw = func.__code__.co_code
     ops = _SUSPENDING_OPS
     return not any(raw[i] in ops for i in range(0, len(raw), 2))
+
+
+def stops_the_run(exc: BaseException) -> bool:
+    """Whether ``exc``, a :class:`BaseException` that is not an :class:`Exception`, raised out
+    of a handler's run, must go on up rather than be the handler's failure: an interrupt
+    (Ctrl-C reaches a command hook's main thread wherever it runs) or the cancellation of
+    the task answering (a server shutting down). Anything else, ``SystemExit``,
+    ``GeneratorExit``, a ``CancelledError`` of the handler's own (a task of its own
+    cancelled) or a ``BaseException`` subclass of its own, is its failure, answered by its
+    failure policy: a handler owns neither the process nor the request, and the exception
+    would otherwise reach the transport as a bare 500 or an exit with no answer, where a
+    fail-closed gate fails open."""
+    if isinstance(exc, KeyboardInterrupt):
+        return True
+    asyncio = sys.modules.get("asyncio")  # not imported: no task to cancel
+    if asyncio is None or not isinstance(exc, asyncio.CancelledError):
+        return False
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no running loop
+        return False
+    return task is not None and task.cancelling() > 0
 
 
 def run_without_loop(coro: Coroutine[Any, Any, T]) -> T:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic_core import PydanticSerializationError, to_json
 
-from handler_kit.core._coroutines import Resume
+from handler_kit.core._coroutines import Resume, stops_the_run
 from handler_kit.core._decorators import EventDecorators
 from handler_kit.core._log import lazy_logger
 from handler_kit.core.events import EVENT_MODELS, MATCHERLESS_EVENTS, HookEvent, model_for
@@ -394,7 +394,9 @@ class HookApp(EventDecorators):
                     value = stop.value
                 else:
                     return await self._finish(handler, event, coro, yielded, started)
-            except Exception as exc:
+            except BaseException as exc:
+                if not isinstance(exc, Exception) and stops_the_run(exc):
+                    raise
                 return self._caught(handler, event.hook_event_name, exc, started)
             return _ok(handler, self._answered(handler, event, value, started), started)
         try:
@@ -406,7 +408,9 @@ class HookApp(EventDecorators):
                     output = await self._wrapped(handler, event, started)
                 else:
                     output = await self._run(handler, event, started)
-        except Exception as exc:
+        except BaseException as exc:
+            if not isinstance(exc, Exception) and stops_the_run(exc):
+                raise
             return self._caught(handler, event.hook_event_name, exc, started)
         settled = self._settle(handler, event, output, started, time.perf_counter())
         return _ok(handler, settled, started)
@@ -430,7 +434,9 @@ class HookApp(EventDecorators):
                 value = stop.value
             else:
                 return self._finish(handler, event, coro, yielded, started)
-        except Exception as exc:
+        except BaseException as exc:
+            if not isinstance(exc, Exception) and stops_the_run(exc):
+                raise
             return self._caught(handler, event.hook_event_name, exc, started)
         return self._answered(handler, event, value, started)
 
@@ -473,13 +479,15 @@ class HookApp(EventDecorators):
         """The invocation of an async handler whose first step suspended."""
         try:
             output = await self._resume(handler, event, coro, yielded, started)
-        except Exception as exc:
+        except BaseException as exc:
+            if not isinstance(exc, Exception) and stops_the_run(exc):
+                raise
             return self._caught(handler, event.hook_event_name, exc, started)
         settled = self._settle(handler, event, output, started, time.perf_counter())
         return _ok(handler, settled, started)
 
     def _caught(
-        self, handler: Handler, event_name: str, exc: Exception, started: float
+        self, handler: Handler, event_name: str, exc: BaseException, started: float
     ) -> Invocation:
         """The invocation of a handler run that raised ``exc`` (called in its ``except``)."""
         if isinstance(exc, TimeoutError):

@@ -31,7 +31,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError, to_json
 
-from handler_kit.core._coroutines import never_suspends
+from handler_kit.core._coroutines import never_suspends, stops_the_run
 from handler_kit.core.app import HookApp
 from handler_kit.core.events import HookEvent, model_for
 from handler_kit.core.matchers import is_match_all
@@ -260,13 +260,18 @@ class _OutputJSON:
             and not output.specific
             and not output.extra
         ):
-            bodies = self.bodies.get(output.decision)
+            decision = output.decision
+            # the exact types the templates were made for: a str subclass may hash and
+            # compare as another decision or reason than the one it renders as
+            bodies = (
+                self.bodies.get(decision) if decision is None or type(decision) is str else None
+            )
             reason = output.reason
             if bodies is not None and (reason is None or type(reason) is str):
                 body = bodies.get(reason)
                 if body is not None:  # the reason's body, or the decision's without a reason
                     return body
-                before, after = self.templates[output.decision]
+                before, after = self.templates[decision]
                 if after is None or reason is None:
                     return before
                 try:
@@ -415,7 +420,9 @@ class Webhook:
                     step: Output | Invocation
                     try:
                         value = await handler.func(event)
-                    except Exception as exc:
+                    except BaseException as exc:
+                        if not isinstance(exc, Exception) and stops_the_run(exc):
+                            raise
                         step = hook_app._caught(handler, route.event, exc, started)
                     else:
                         step = hook_app._answered(handler, event, value, started)

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 from handler_kit.auth import generate_token
 from handler_kit.config import ServerConfig
+from handler_kit.core._coroutines import stops_the_run
 from handler_kit.core.app import HookApp
 from handler_kit.core.events import HookEvent
 from handler_kit.core.names import EVENT_NAMES
@@ -101,10 +102,17 @@ async def _record_raised(
     policy, so the server answers exactly what it answers a real client."""
     try:
         return await call()
-    except Exception as exc:
+    except BaseException as exc:
         raised = _raised.get()
         if raised is not None:
-            raised.append(exc)
+            if isinstance(exc, Exception):
+                raised.append(exc)
+            elif not stops_the_run(exc):  # a failure to the core (SystemExit...), no deadline's
+                # raised in the test as an Exception: a SystemExit out of the client's portal
+                # would stop the portal itself
+                failed = RuntimeError(f"handler {handler.name!r} raised {type(exc).__name__}")
+                failed.__cause__ = exc
+                raised.append(failed)
         raise
 
 
@@ -300,6 +308,8 @@ def running_server(
     """
     import uvicorn
 
+    from handler_kit.testing._server import PromptServer
+
     if config is None:
         config = ServerConfig(tokens=tokens or [generate_token()])
     elif tokens:
@@ -322,7 +332,8 @@ def running_server(
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, 0))
         port = sock.getsockname()[1]
-        server = uvicorn.Server(
+        # stopped without waiting on uvicorn's timers, drained and shut down as uvicorn does
+        server = PromptServer(
             uvicorn.Config(asgi, log_level="warning", lifespan="on", **ssl)  # type: ignore[arg-type]
         )
         server.config.setup_event_loop = lambda: None  # type: ignore[method-assign]
@@ -349,6 +360,6 @@ def running_server(
                 asgi=asgi,
             )
         finally:
-            server.should_exit = True
+            server.stop()
             thread.join(timeout=10)
             sock.close()

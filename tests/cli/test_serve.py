@@ -9,6 +9,7 @@ wait is bounded.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import shlex
 import shutil
@@ -240,3 +241,18 @@ def test_more_refusals_in_process(args, message, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert err.startswith("handler-kit serve: ") and message in err
     assert "Traceback" not in err
+
+
+def test_after_the_in_process_runs_no_logger_writes_to_a_closed_file() -> None:
+    """The runs above configured logging as ``serve`` does in its own process, on the
+    ``sys.stderr`` of their test: pytest's capture, closed since. The suite's
+    ``logging_left_as_found`` put the loggers back; left in place, any later record (from a
+    test or a background thread) was a "Logging error: I/O operation on closed file"."""
+    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    stale = [
+        (getattr(lg, "name", "root"), handler)
+        for lg in loggers
+        for handler in getattr(lg, "handlers", [])
+        if getattr(getattr(handler, "stream", None), "closed", False)
+    ]
+    assert not stale, stale

@@ -234,3 +234,50 @@ def test_the_refund_gate_defines_only_the_models_it_names() -> None:
         "models": ["PostToolUse", "PreToolUse", "SessionStart", "Stop", "_ToolEvent"],
         "dataclasses": [],
     }
+
+
+RAISING_APP = """
+from handler_kit import HookApp
+
+app = HookApp("raising")
+
+
+class Abort(BaseException):
+    pass
+
+
+@app.pre_tool_use(fail_closed=True)
+async def gate(event):
+    # no await: driven without an event loop, the command hook's lean path
+    if event.tool_name == "cancelled":
+        import asyncio  # imported by the handler, after the path was chosen
+
+        raise asyncio.CancelledError
+    if event.tool_name == "exit":
+        raise SystemExit(0)
+    if event.tool_name == "generator_exit":
+        raise GeneratorExit
+    raise Abort
+"""
+
+
+def test_a_gate_raising_a_base_exception_still_denies(tmp_path: Path) -> None:
+    """A fail-closed gate that raises what is not an Exception (a CancelledError of its own,
+    sys.exit(), GeneratorExit, a BaseException of the app's) has failed: its deny, exit 0,
+    the failure on stderr; not a traceback and a non-blocking exit, nor an exit 0 with no
+    answer, on which the runtime lets the call through."""
+    (tmp_path / "raising_app.py").write_text(RAISING_APP)
+    jobs = {
+        tool: (
+            ["command", "raising_app:app"],
+            json.dumps({"hook_event_name": "PreToolUse", "tool_name": tool}).encode(),
+        )
+        for tool in ("cancelled", "exit", "generator_exit", "abort")
+    }
+    for tool, (args, stdin) in jobs.items():
+        result = run(args, stdin, cwd=tmp_path)
+        assert result.code == 0, (tool, result.stderr)
+        answer = json.loads(result.stdout)["hookSpecificOutput"]
+        assert answer["permissionDecision"] == "deny", tool
+        assert "fail closed" in answer["permissionDecisionReason"], tool
+        assert result.stderr.startswith("handler-kit: error: handler gate failed"), result.stderr

@@ -228,6 +228,12 @@ def _compare(item: Observed, policy: str) -> None:
         _same_ids([r for r, _ in new], [r for r, _ in old])
         if item.traceparent is not None and item.traceparent.startswith("00-"):
             assert new[-1][0]["trace_id"] == "4bf92f3577b34da6a3ce929d0e0e4736"
+    # the lines alone (JSON-lines sinks): joined from pieces for one handler, the same lines
+    _compare_lines(R.record_lines(wire, "app", new_policy, record_keys=frozenset()), old, item)
+    # and with the records' scalar fields (what SQLite and PostgreSQL sinks read)
+    scalars = R.record_lines(wire, "app", new_policy, record_keys=R.SCALAR_KEYS)
+    _compare_lines(scalars, old, item)
+    _compare_scalars(scalars, new, item)
     # records() is record_lines() without the lines; serialize() writes what it writes
     if item.trace is not None:
         built = R.records(wire, "app", new_policy)
@@ -237,6 +243,38 @@ def _compare(item: Observed, policy: str) -> None:
     for record, _ in new:
         handler = record["handler"] if record["kind"] == "invocation" else None
         assert record["idempotency_key"] == R.writable(idempotency_key(event, handler))
+
+
+def _compare_lines(
+    new: list[tuple[dict[str, Any], str]], old: list[tuple[dict[str, Any], str]], item: Observed
+) -> None:
+    """The lines of ``new`` are those of ``old`` (byte for byte when the ids are given)."""
+    assert len(new) == len(old)
+    if item.trace is not None:
+        assert [line for _, line in new] == [line for _, line in old]
+        return
+    parsed = [json.loads(line) for _, line in new]
+    for record, (_, line) in zip(parsed, old, strict=True):
+        expected = json.loads(line)
+        assert list(record) == list(expected)
+        assert _without_ids(record) == _without_ids(expected)
+    _same_ids(parsed, [json.loads(line) for _, line in old])
+
+
+def _compare_scalars(
+    new: list[tuple[dict[str, Any], str]], old: list[tuple[dict[str, Any], str]], item: Observed
+) -> None:
+    """The records of ``new`` hold at least the scalar fields of ``old``'s (whole records),
+    of the same values and types (all of them when the general path built them)."""
+    for (record, _), (reference, _) in zip(new, old, strict=True):
+        kept = {key: value for key, value in reference.items() if key in R.SCALAR_KEYS}
+        assert set(record) in (set(kept), set(reference))
+        record = {key: record[key] for key in kept}
+        assert [type(value) for value in record.values()] == [type(v) for v in kept.values()]
+        if item.trace is not None:
+            assert record == kept
+        else:
+            assert _without_ids(record) == _without_ids(kept)
 
 
 @EXAMPLES
@@ -356,3 +394,150 @@ def test_what_crosses_the_pipe_is_plain_values(tmp_path: Path) -> None:
     assert [r["tool_use_id"] for r in answers] == [f"t{n}" for n in range(5)]
     assert {r["status"] for r in written} == {"ok"}
     assert {r["decision"] for r in answers} == {"deny"}
+
+
+def _one_handler_item(output: Any, tool_input: Any, **observed: Any) -> Observed:
+    RETURNS["first"] = output
+    event = model_for("PreToolUse").model_validate(
+        {
+            "hook_event_name": "PreToolUse",
+            "session_id": "sess-1",
+            "tool_name": "issue_refund",
+            "tool_use_id": "toolu_1",
+            "tool_input": tool_input,
+        }
+    )
+    answer = asyncio.run(APPS["one"].answer(event))
+    fields = {
+        "transport": "webhook",
+        "principal": "token#1",
+        "traceparent": None,
+        "end_ns": 1_800_000_000_123_456_789,
+        "pid": 7,
+        "trace": TraceIds(
+            "1" * 32, "2" * 16, None, ["3" * 16], "evt_" + "4" * 32, ["evt_" + "5" * 32]
+        ),
+    } | observed
+    return Observed(answer, **fields)
+
+
+def test_one_handler_lines_are_joined_or_written_by_the_general_path() -> None:
+    """A one-handler answer's lines are joined from pieces when each plain string needs no
+    escape, and written by the general path otherwise (a quote, a backslash, a control
+    character, a lone surrogate, a string the redactor changes into one, several handlers):
+    byte for byte the reference's lines either way."""
+    joined = [
+        _one_handler_item(deny("Refunds over $500 need a human approver."), {"amount": 640}),
+        _one_handler_item(None, {"order_id": "4824", "password": "x", "note": SECRETS[0]}),
+        _one_handler_item(allow(updated_input={"v": 'a "quoted" \\ value'}), {"v": "\n"}),
+        _one_handler_item(deny("caf\u00e9 \u2028 ok"), {}, principal=None, traceparent="garbage"),
+        _one_handler_item(deny("x" * 3000), {"amount": 1e-7, "big": 1e300}),
+    ]
+    general = [
+        _one_handler_item(deny('a "quoted" reason'), {}),
+        _one_handler_item(deny("back\\slash"), {}),
+        _one_handler_item(deny("a\ttab"), {}),
+        _one_handler_item(deny("lone \udc8f"), {}),
+        _one_handler_item(None, {"\ud800": "\udfff"}),
+        _one_handler_item(None, {}, principal='jwt:"odd"'),
+    ]
+    for policy in POLICIES:
+        new_policy, old_policy = policies(policy)
+        for items, path in ((joined, "joined"), (general, "general")):
+            for item in items:
+                wire = tuple(capture(item))
+                taken = R._joined_lines(wire, "app", new_policy, False)
+                assert (taken is not None) == (path == "joined"), (policy, item.answer.output)
+                old = REF.serialize(REF.records(REF.capture(item), "app", old_policy))
+                new = R.record_lines(wire, "app", new_policy, record_keys=frozenset())
+                assert [line for _, line in new] == [line for _, line in old]
+                with_records = R.record_lines(wire, "app", new_policy)
+                assert with_records == old  # whole records when a sink may read any field
+                scalars = R.record_lines(wire, "app", new_policy, record_keys=R.SCALAR_KEYS)
+                assert [line for _, line in scalars] == [line for _, line in old]
+                _compare_scalars(scalars, with_records, item)
+                if path == "joined":  # only the scalar fields were built
+                    assert set(scalars[0][0]) | set(scalars[1][0]) <= R.SCALAR_KEYS
+    several = _item(2)  # three handlers: the general path
+    new_policy, old_policy = policies("default")
+    new = R.record_lines(capture(several), "app", new_policy, record_keys=frozenset())
+    old = REF.serialize(REF.records(REF.capture(several), "app", old_policy))
+    _compare_lines(new, old, several)
+
+
+def test_the_writer_process_writes_joined_lines(tmp_path: Path) -> None:
+    """The writer process with a JSON-lines sink and a SQLite sink: the same lines in both,
+    and the SQLite columns (which need the records) filled in."""
+    import sqlite3
+
+    path, db = tmp_path / "audit.jsonl", tmp_path / "audit.db"
+    items = [_one_handler_item(deny(f"no {n}"), {"n": n}, trace=None) for n in range(3)]
+    for sinks in ([f"jsonl:{path}"], [f"jsonl:{path}", f"sqlite:{db}"]):
+        writer = AuditProcess(sinks, app="app", policy=R.RecordPolicy(replica="r:1"))
+        try:
+            writer.send([capture(item) for item in items])
+            writer.flush()
+        finally:
+            writer.close()
+    lines = path.read_text().splitlines()
+    assert len(lines) == 12
+    written = [json.loads(line) for line in lines]
+    assert [r["reason"] for r in written if r["kind"] == "answer"] == ["no 0", "no 1", "no 2"] * 2
+    with sqlite3.connect(db) as connection:
+        rows = connection.execute("SELECT event_id, decision, record FROM audit ORDER BY id")
+        stored = list(rows)
+    assert [row[2] for row in stored] == lines[6:]
+    assert [(row[0], row[1]) for row in stored] == [
+        (r["event_id"], r["decision"]) for r in written[6:]
+    ]
+
+
+def test_the_durable_channel_sends_plain_tuples(tmp_path: Path) -> None:
+    """The durable mode's event loop hands the writer process plain tuples too (a NamedTuple
+    pickles and unpickles through a Python call each), and the answer is committed."""
+    from handler_kit.ops.audit.trail import AuditTrail
+
+    path = tmp_path / "audit.jsonl"
+    trail = AuditTrail("app", R.RecordPolicy(), specs=[f"jsonl:{path}"], durable=True)
+    item = _one_handler_item(deny("no"), {"amount": 640}, trace=None)
+
+    async def submit() -> tuple[list[Any], bool]:
+        ack = trail.submit(item)
+        channel = trail._channel
+        assert channel is not None and not isinstance(ack, bool)
+        batch = list(channel.batch)  # before the loop turn's end sends it
+        return batch, await trail.committed(ack, WAIT)
+
+    try:
+        batch, committed = asyncio.run(submit())
+    finally:
+        trail.close()
+    assert [type(captured) for captured in batch] == [tuple]
+    assert committed
+    written = read_jsonl(path)
+    assert [(r["kind"], r["decision"]) for r in written] == [("invocation", "deny")] * 1 + [
+        ("answer", "deny")
+    ]
+
+
+WAIT = 30.0  # far longer than a commit takes on a loaded machine: only a hang reaches it
+
+
+def test_sinks_say_which_record_fields_they_read() -> None:
+    """The sinks of a writer process read the lines and scalar fields only (so their records
+    are built from the joined path's values); a sink that does not say reads whole records."""
+    from handler_kit.ops.audit.postgres import PostgresSink
+    from handler_kit.ops.audit.sqlite import SQLiteSink
+
+    assert R.record_keys_of([R.JsonLinesSink("stderr")]) == frozenset()
+    both = R.record_keys_of([R.JsonLinesSink("stderr"), SQLiteSink, PostgresSink])
+    assert both is not None and {"ts", "event_id", "idempotency_key", "decision"} <= both
+
+    class Whole:
+        def write(self, records: Any) -> None: ...
+
+    class Odd(Whole):
+        record_keys = ("output",)
+
+    assert R.record_keys_of([SQLiteSink, Whole()]) is None
+    assert R.record_keys_of([Odd()]) is None

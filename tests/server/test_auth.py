@@ -328,17 +328,19 @@ def test_jwks_fetch_does_not_wait_for_hung_handler_threads(rsa_keys):
     try:
         with running_server(hung_app, config=ServerConfig(auth=auth)) as server:
             try:
+                # one client, a connection per call (a client each would cost more than the
+                # calls); more than asyncio's default executor has threads on any machine, of each
+                tools = ["sync", "async"] * 40
+                limits = httpx.Limits(max_connections=len(tools))
+                with httpx.Client(base_url=server.url, timeout=30, limits=limits) as shared:
 
-                def hang(tool: str) -> int:
-                    with httpx.Client(base_url=server.url, timeout=30) as http:
+                    def hang(tool: str) -> int:
                         body = {"hook_event_name": "PostToolUse", "tool_name": tool}
                         headers = {"Authorization": f"Bearer {TOKEN_A}"}
-                        return http.post("/hooks", json=body, headers=headers).status_code
+                        return shared.post("/hooks", json=body, headers=headers).status_code
 
-                # more than asyncio's default executor has threads on any machine, of each
-                tools = ["sync", "async"] * 40
-                with ThreadPoolExecutor(len(tools)) as pool:
-                    assert list(pool.map(hang, tools)) == [500] * len(tools)
+                    with ThreadPoolExecutor(len(tools)) as pool:
+                        assert list(pool.map(hang, tools)) == [500] * len(tools)
                 assert jwks.hits == 0
 
                 fresh = jwt.encode(claims(), rsa_keys["private"], "RS256", headers={"kid": "key-1"})

@@ -473,7 +473,8 @@ def test_the_depth_limit_is_the_same_on_every_parser(http, surrogate):
 
 # -- async handlers that hold the event loop ----------------------------------------------------
 
-BLOCKING_TIMEOUT = 1.0
+# short: the handlers always block past it (a slower machine only blocks them longer)
+BLOCKING_TIMEOUT = 0.3
 BLOCKED_FOR = 2 * BLOCKING_TIMEOUT  # always well past the deadline, however slow the machine
 
 blocking = HookApp("blocking")
@@ -547,14 +548,15 @@ def test_hung_sync_handlers_leave_threads_for_every_other_handler():
     hung_calls = 40  # more than asyncio's default executor has threads on any machine
     try:
         with running_server(threaded) as server:
+            # one client, a connection per call (a client each would cost more than the calls)
+            with server.http(timeout=30) as shared:
 
-            def call(_: int) -> int:
-                with server.http(timeout=30) as http:
+                def call(_: int) -> int:
                     post = {"hook_event_name": "PostToolUse", "tool_name": "hung"}
-                    return http.post("/hooks", json=post).status_code
+                    return shared.post("/hooks", json=post).status_code
 
-            with ThreadPoolExecutor(hung_calls) as pool:
-                statuses = list(pool.map(call, range(hung_calls)))
+                with ThreadPoolExecutor(hung_calls) as pool:
+                    statuses = list(pool.map(call, range(hung_calls)))
             assert statuses == [500] * hung_calls  # each answered at its deadline
             assert len(started) == DEFAULT_CALLS_PER_HANDLER  # the rest never took a thread
             with server.http(timeout=30) as http:

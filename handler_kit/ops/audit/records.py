@@ -130,6 +130,8 @@ _KEPT = frozenset({int, float, bool, type(None)})
 # random part of its event id (10), then a span id and an event id's part per invocation.
 _ID_BYTES = 16 + 8 + 10
 _INVOCATION_ID_BYTES = 8 + 10
+_ONE_HANDLER_ID_BYTES = _ID_BYTES + _INVOCATION_ID_BYTES
+_ONE_HANDLER_ID_BITS = _ONE_HANDLER_ID_BYTES * 8
 _ZERO_TRACE, _ONE_TRACE = f"{0:032x}", f"{1:032x}"
 _ZERO_SPAN, _ONE_SPAN = f"{0:016x}", f"{1:016x}"
 getrandbits = random.getrandbits
@@ -221,6 +223,8 @@ class Redactor:
         # The same short strings (reasons, tool names, ids) and keys come back on every call.
         self._texts: dict[str, str] = {}
         self._keys: dict[str, bool] = {}
+        # values recorded as identifiers or reasons, as written in a line (see quoted())
+        self._quoted: dict[Any, str] = {}
 
     def _path_redacted(self, path: tuple[str, ...]) -> bool:
         for pattern in self.paths:
@@ -249,6 +253,22 @@ class Redactor:
                 self._texts.clear()
             self._texts[original] = value
         return value
+
+    def quoted(self, value: Any) -> str:
+        """How ``value``, recorded as an identifier or a reason, is written in a JSON line:
+        redacted as :meth:`text` does and between quotes (null unless a string), or "" when
+        that needs an escape (the general path writes it then). Cached, as :meth:`text` is."""
+        if isinstance(value, str):
+            text = self.text(value)
+            written = f'"{text}"' if _plain(text) else ""
+            if len(value) > 200:
+                return written
+        else:
+            written = "null"
+        if len(self._quoted) >= 4096:
+            self._quoted.clear()
+        self._quoted[value] = written
+        return written
 
     def secret_key(self, key: str) -> bool:
         """True when values under ``key`` are never written (cached: keys repeat)."""
@@ -427,6 +447,7 @@ def default_replica() -> str:
 
 
 _OK: str = Status.OK.value  # a plain string: what pydantic-core writes fastest
+_OK_TEXT = f'"{_OK}"'
 # worst first: an answer's status is the worst of its handlers'
 _STATUS_RANK: dict[str, int] = {
     Status.FAIL_CLOSED: 5,
@@ -552,6 +573,22 @@ ANSWER_KEYS = (
     "output",
 )
 _TEMPLATES: dict[tuple[Any, ...], tuple[dict[str, Any], dict[str, Any]]] = {}
+# The fields of a record that hold a scalar (all but ``output``, ``input`` and ``handlers``):
+# what a sink copies into columns.
+SCALAR_KEYS = frozenset(INVOCATION_KEYS + ANSWER_KEYS) - {"output", "input", "handlers"}
+
+
+def record_keys_of(sinks: Iterable[Any]) -> frozenset[str] | None:
+    """The keys of the records ``sinks`` read (each sink's ``record_keys``; the JSON line
+    aside), or None when one may read any (no ``record_keys``) or reads one not in
+    :data:`SCALAR_KEYS`: what :func:`record_lines` is given."""
+    keys: set[str] = set()
+    for sink in sinks:
+        read = getattr(sink, "record_keys", None)
+        if read is None:
+            return None
+        keys.update(read)
+    return frozenset(keys) if keys <= SCALAR_KEYS else None
 
 
 def _templates(
@@ -581,10 +618,23 @@ def records(capture: Capture, app: str, policy: RecordPolicy) -> list[dict[str, 
 
 
 def record_lines(
-    capture: Capture, app: str, policy: RecordPolicy
+    capture: Capture,
+    app: str,
+    policy: RecordPolicy,
+    *,
+    record_keys: frozenset[str] | None = None,
 ) -> list[tuple[dict[str, Any], str]]:
     """``serialize(records(capture, app, policy))``: the records of one answer and their JSON
-    lines, what the sinks write."""
+    lines, what the sinks write.
+
+    ``record_keys``: the keys of the records the sinks read (:func:`record_keys_of`), when
+    they are keys of :data:`SCALAR_KEYS`: a record may then hold only those fields (none, for
+    sinks that write only the lines), which spares building the rest. The lines are the
+    same."""
+    if record_keys is not None and len(capture[9]) == 1:
+        joined = _joined_lines(capture, app, policy, bool(record_keys))
+        if joined is not None:
+            return joined
     built = _build(capture, app, policy)
     try:
         return [(record, to_json(record, fallback=str).decode()) for record in built]
@@ -771,6 +821,324 @@ def _build(capture: Capture, app: str, policy: RecordPolicy) -> list[dict[str, A
     return out
 
 
+# -- the lines of a one-handler answer, joined from pieces --------------------------------
+#
+# Most answers come from one handler, and most of what their two lines hold is plain: ids and
+# times made here, the writer's constants, identifiers from the input. pydantic-core writes a
+# record's item for about the cost of a Python step, so a whole record written by it costs an
+# item per key (each key escaped anew), after a dict of 30 keys built item by item. Here the
+# lines are joined from pieces instead: keys and the writer's constants written once, strings
+# that need no escape written between quotes as they are (each string's written form cached:
+# the same identifiers, reasons and names come back), the part both records share joined
+# once, and the rest (the two numbers, the recorded input, the output) written by pydantic-core
+# in two calls. The records then hold only what the sinks read besides the lines (their
+# scalar fields, or nothing). Anything else (several handlers, a string that needs an escape,
+# a value of another type, what pydantic-core refuses) takes the general path; the lines and
+# fields are the same either way (tests/ops/test_audit_records_equivalence.py).
+
+# What a JSON string never holds as it is: an ASCII string without these bytes is written
+# between quotes unchanged (any other string is checked by _NEEDS_ESCAPE).
+_ESCAPED_BYTES = bytes(range(0x20)) + b'"\\'
+_NEEDS_ESCAPE = re.compile('[\x00-\x1f"\\\\\ud800-\udfff]')
+# per writer: what comes between "ts" and "transport": ,"app":..,"app_version":..,"replica":..,
+_CONSTANTS: dict[tuple[Any, ...], str] = {}
+
+
+def _constants(app: str, app_version: str | None, replica: str | None) -> str:
+    written = to_json(
+        {"app": app, "app_version": app_version, "replica": replica}, fallback=str
+    ).decode()
+    constants = f",{written[1:-1]},"
+    if len(_CONSTANTS) >= 64:
+        _CONSTANTS.clear()
+    _CONSTANTS[(app, app_version, replica)] = constants
+    return constants
+
+
+def _plain(text: str) -> bool:
+    """True when ``text`` is written between quotes as it is."""
+    if text.isascii():
+        return len(text.encode().translate(None, _ESCAPED_BYTES)) == len(text)
+    return _NEEDS_ESCAPE.search(text) is None
+
+
+# Strings written as they are (no redaction: the status, the handler, the event's name...)
+# between quotes, ``null`` for None; by value, as they repeat.
+_AS_IS: dict[Any, str] = {None: "null"}
+
+
+def _as_is(value: Any) -> str:
+    """``value`` written: between quotes, or "" when it is no string or needs an escape (the
+    general path writes it)."""
+    if type(value) is not str or not _plain(value):
+        return ""
+    written = f'"{value}"'
+    if len(value) <= 200:
+        if len(_AS_IS) >= 4096:
+            _AS_IS.clear()
+            _AS_IS[None] = "null"
+        _AS_IS[value] = written
+    return written
+
+
+def _joined_lines(
+    capture: Capture, app: str, policy: RecordPolicy, scalars: bool
+) -> list[tuple[dict[str, Any], str]] | None:
+    """The records of a one-handler answer whose plain values need no escape and their
+    lines, as :func:`record_lines` writes them, each record holding only its scalar fields
+    (``scalars``) or nothing; else None (the general path writes them)."""
+    (
+        end_ns,
+        transport,
+        principal,
+        traceparent,
+        pid,
+        name,
+        input_text,
+        answer_output,
+        failed,
+        invocations,
+        trace,
+    ) = capture
+    ((handler, status, decision, reason, error, latency, output, replayed),) = invocations
+    if type(pid) is not int or type(failed) is not bool or type(replayed) is not bool:
+        return None
+    try:
+        data = from_json(input_text)
+    except ValueError:  # what only the standard library reads (a lone surrogate's escape)
+        return None
+    get = data.get
+    scope = "-"
+    for key in SCOPE_FIELDS:
+        value = get(key)
+        if isinstance(value, str) and value:
+            scope = f"{key}={value}"
+            break
+    answer_decision, answer_reason = output_decision(answer_output)
+    redactor = policy.redactor
+    cached = redactor._quoted.get
+    quoted = redactor.quoted
+    try:
+        # recorded as the general path records them (redacted; null unless a string), and
+        # written; "" when that needs an escape
+        tool_name = cached(get("tool_name")) or quoted(get("tool_name"))
+        session_id = cached(get("session_id")) or quoted(get("session_id"))
+        turn_id = cached(get("turn_id")) or quoted(get("turn_id"))
+        tool_use_id = cached(get("tool_use_id")) or quoted(get("tool_use_id"))
+        agent_id = cached(get("agent_id")) or quoted(get("agent_id"))
+        reason = cached(reason) or quoted(reason)
+        error = cached(error) or quoted(error)
+        answer_reason = cached(answer_reason) or quoted(answer_reason)
+        # written as they are
+        as_is = _AS_IS.get
+        transport_text = as_is(transport) or _as_is(transport)
+        principal_text = as_is(principal) or _as_is(principal)
+        handler_text = as_is(handler) or _as_is(handler)
+        status_text = as_is(status) or _as_is(status)
+        name_text = as_is(name) or _as_is(name)
+        decision_text = as_is(decision) or _as_is(decision)
+        answer_decision_text = as_is(answer_decision) or _as_is(answer_decision)
+    except TypeError:  # an unhashable value (an identifier that is an object, say)
+        return None
+    if not (
+        tool_name
+        and session_id
+        and turn_id
+        and tool_use_id
+        and agent_id
+        and reason
+        and error
+        and answer_reason
+        and transport_text
+        and principal_text
+        and handler_text
+        and handler_text != "null"
+        and handler
+        and status_text
+        and status_text != "null"
+        and name_text
+        and name_text != "null"
+        and decision_text
+        and answer_decision_text
+        and (scope == "-" or _plain(scope))
+    ):
+        return None
+    if trace is None:
+        # every random id from one draw, cut into its ids (as _build() does)
+        drawn = getrandbits(_ONE_HANDLER_ID_BITS).to_bytes(_ONE_HANDLER_ID_BYTES, "big").hex()
+        parsed = parse_traceparent(traceparent) if traceparent else None
+        if parsed is not None:
+            trace_id, answer_span = parsed
+        else:
+            trace_id = drawn[:32]
+            answer_span = drawn[32:48]
+            if trace_id == _ZERO_TRACE:
+                trace_id = _ONE_TRACE
+            if answer_span == _ZERO_SPAN:
+                answer_span = _ONE_SPAN
+        stamp = event_stamp()
+        answer_id = stamp + drawn[48:68]
+        span_id = drawn[68:84]
+        if span_id == _ZERO_SPAN:
+            span_id = _ONE_SPAN
+        event_id = stamp + drawn[84:104]
+        parent_span = None
+        parent_span_text = "null"
+    else:
+        trace_id, answer_span, parent_span, span_ids, answer_id, event_ids = trace
+        if (
+            len(span_ids) != 1
+            or len(event_ids) != 1
+            or not all(
+                type(value) is str
+                for value in (trace_id, answer_span, *span_ids, answer_id, *event_ids)
+            )
+            or not _plain(f"{trace_id}{answer_span}{span_ids[0]}{answer_id}{event_ids[0]}")
+        ):
+            return None
+        (span_id,) = span_ids
+        (event_id,) = event_ids
+        parent_span_text = as_is(parent_span) or _as_is(parent_span)
+        if not parent_span_text:
+            return None
+    recorded_output = redactor.output(output) if output else output
+    ts = end_ns / 1e9
+    latency = round(latency, 3)
+    answer_recorded = recorded_output if output is answer_output else redactor.output(answer_output)
+    recorded_input: dict[str, Any] = {}
+    if policy.tool_input:
+        tool_input = get("tool_input")
+        if tool_input is not None:
+            recorded_input["tool_input"] = (
+                redactor.value(tool_input, ("tool_input",))
+                if redactor.paths
+                else redactor._walk(tool_input, 1)
+            )
+    if policy.text:
+        for key in ("prompt", "last_assistant_message"):
+            if get(key) is not None:
+                recorded_input[key] = redactor.value(data[key], (key,))
+    try:
+        # the two numbers and the input in one call, cut at the commas after the numbers
+        # (neither number's text holds a comma)
+        ts_text, latency_text, input_written = (
+            to_json((ts, latency, recorded_input), fallback=str).decode()[1:-1].split(",", 2)
+        )
+        output_written = to_json(recorded_output, fallback=str).decode()
+        answer_output_written = (
+            output_written
+            if answer_recorded is recorded_output
+            else to_json(answer_recorded, fallback=str).decode()
+        )
+    except PydanticSerializationError:
+        return None  # what only writable() makes writable (a lone surrogate)
+    digest = _sha256(input_text.encode()).hexdigest()[:16]
+    constants = _CONSTANTS.get((app, policy.app_version, policy.replica))
+    if constants is None:
+        constants = _constants(app, policy.app_version, policy.replica)
+    seconds, rest = divmod(end_ns, 1_000_000_000)
+    last = _second[0]
+    time_text = last[1] + _MILLIS[rest // 1_000_000] if last[0] == seconds else iso_time(end_ns)
+    worst = status_text if _STATUS_RANK.get(status, 0) > 1 else _OK_TEXT
+    # from "time" to "handler": the same in both records
+    shared = (
+        f'"time":"{time_text}","ts":{ts_text}{constants}"transport":{transport_text},'
+        f'"pid":{pid},"principal":{principal_text},"event":{name_text},"tool_name":{tool_name},'
+        f'"session_id":{session_id},"turn_id":{turn_id},"tool_use_id":{tool_use_id},'
+        f'"agent_id":{agent_id},"handler":'
+    )
+    invocation_key = f"{scope}:{name}:{handler}:{digest}"
+    answer_key = f"{scope}:{name}:*:{digest}"
+    invocation_line = (
+        f'{{"schema_version":{SCHEMA_VERSION},"kind":"invocation","event_id":"{event_id}",'
+        f'"answer_id":"{answer_id}",{shared}{handler_text},'
+        f'"idempotency_key":"{invocation_key}","trace_id":"{trace_id}",'
+        f'"span_id":"{span_id}","parent_span_id":"{answer_span}","status":{status_text},'
+        f'"decision":{decision_text},"reason":{reason},"error":{error},'
+        f'"latency_ms":{latency_text},"replayed":{"true" if replayed else "false"},'
+        f'"output":{output_written}}}'
+    )
+    answer_line = (
+        f'{{"schema_version":{SCHEMA_VERSION},"kind":"answer","event_id":"{answer_id}",'
+        f'{shared}null,"handlers":[{handler_text}],'
+        f'"idempotency_key":"{answer_key}","trace_id":"{trace_id}",'
+        f'"span_id":"{answer_span}","parent_span_id":{parent_span_text},"status":{worst},'
+        f'"failed":{"true" if failed else "false"},"decision":{answer_decision_text},'
+        f'"reason":{answer_reason},"latency_ms":{latency_text},"input":{input_written},'
+        f'"output":{answer_output_written}}}'
+    )
+    if not scalars:
+        return [({}, invocation_line), ({}, answer_line)]
+    # the recorded strings, from their written form (plain: between quotes as they are)
+    tool_name_value = None if tool_name == "null" else tool_name[1:-1]
+    session_id_value = None if session_id == "null" else session_id[1:-1]
+    turn_id_value = None if turn_id == "null" else turn_id[1:-1]
+    tool_use_id_value = None if tool_use_id == "null" else tool_use_id[1:-1]
+    agent_id_value = None if agent_id == "null" else agent_id[1:-1]
+    version, replica = policy.app_version, policy.replica
+    invocation = {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "invocation",
+        "event_id": event_id,
+        "answer_id": answer_id,
+        "time": time_text,
+        "ts": ts,
+        "app": app,
+        "app_version": version,
+        "replica": replica,
+        "transport": transport,
+        "pid": pid,
+        "principal": principal,
+        "event": name,
+        "tool_name": tool_name_value,
+        "session_id": session_id_value,
+        "turn_id": turn_id_value,
+        "tool_use_id": tool_use_id_value,
+        "agent_id": agent_id_value,
+        "handler": handler,
+        "idempotency_key": invocation_key,
+        "trace_id": trace_id,
+        "span_id": span_id,
+        "parent_span_id": answer_span,
+        "status": status,
+        "decision": decision,
+        "reason": None if reason == "null" else reason[1:-1],
+        "error": None if error == "null" else error[1:-1],
+        "latency_ms": latency,
+        "replayed": replayed,
+    }
+    answer = {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "answer",
+        "event_id": answer_id,
+        "time": time_text,
+        "ts": ts,
+        "app": app,
+        "app_version": version,
+        "replica": replica,
+        "transport": transport,
+        "pid": pid,
+        "principal": principal,
+        "event": name,
+        "tool_name": tool_name_value,
+        "session_id": session_id_value,
+        "turn_id": turn_id_value,
+        "tool_use_id": tool_use_id_value,
+        "agent_id": agent_id_value,
+        "handler": None,
+        "idempotency_key": answer_key,
+        "trace_id": trace_id,
+        "span_id": answer_span,
+        "parent_span_id": parent_span,
+        "status": status if _STATUS_RANK.get(status, 0) > 1 else _OK,
+        "failed": failed,
+        "decision": answer_decision,
+        "reason": None if answer_reason == "null" else answer_reason[1:-1],
+        "latency_ms": latency,
+    }
+    return [(invocation, invocation_line), (answer, answer_line)]
+
+
 def serialize(built: Iterable[dict[str, Any]]) -> list[tuple[dict[str, Any], str]]:
     """``(record, its JSON line)`` pairs, the form sinks write (pydantic-core: several times
     faster than ``json.dumps``). A record pydantic-core cannot write (a lone surrogate) is
@@ -830,6 +1198,9 @@ class JsonLinesSink:
     stdout and stderr cannot be made durable (what reads them decides): refused.
     """
 
+    # the keys of the records it reads: none, it writes the lines (see record_keys_of())
+    record_keys: tuple[str, ...] = ()
+
     def __init__(self, target: str, *, durable: bool = False) -> None:
         self.target = target
         self.fd: int | None = None
@@ -864,7 +1235,9 @@ class JsonLinesSink:
             for _, line in records:
                 write_all(self.fd, (line + "\n").encode())
         else:
-            write_all(self.fd, "".join(line + "\n" for _, line in records).encode())
+            # one join, no string per line (an empty batch writes nothing)
+            text = "\n".join([line for _, line in records])
+            write_all(self.fd, f"{text}\n".encode() if records else b"")
             if self.durable:
                 _datasync(self.fd)
 

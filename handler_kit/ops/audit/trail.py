@@ -174,8 +174,9 @@ def input_json(event: HookEvent) -> str:
         pass
     else:
         # pydantic-core writes a lone surrogate in a key as U+FFFDs, one per UTF-8 byte, where
-        # in a value it refuses it: such an input is written as the others are
-        if _REPLACEMENT not in data:
+        # in a value it refuses it: such an input is written as the others are (an ASCII
+        # text, the usual one, holds none: isascii() reads it a word at a time)
+        if data.isascii() or _REPLACEMENT not in data:
             return data.decode()
     # depth 0: the input around its values, which are level 1 as in the input limit
     value = cut_deep(event.model_dump(exclude_none=True), 0)
@@ -392,7 +393,8 @@ class _Channel:
         os.set_blocking(self.process.acks, False)
         self.out = bytearray()  # frames the pipe has not taken yet
         self.writing = False
-        self.batch: list[Capture] = []
+        # plain tuples (a NamedTuple pickles and unpickles through a Python call each)
+        self.batch: list[tuple[Any, ...]] = []
         self.futures: list[asyncio.Future[bool]] = []
         self.counts: list[int] = []  # records per answer of the batch
         self.turn = False  # the end of this loop turn's answers is scheduled (_send)
@@ -433,7 +435,7 @@ class _Channel:
             self.frame_size = FIRST_FRAME
             self.loop.call_soon(self._send)
         batch = self.batch
-        batch.append(captured)
+        batch.append(tuple(captured))
         self.futures.append(future)
         self.counts.append(len(captured.invocations) + 1)
         self.waiting += 1
