@@ -1199,7 +1199,12 @@ def markdown_table(result: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.table is not None:
-        print(markdown_table(json.loads(args.table.read_text())))
+        try:
+            table = markdown_table(json.loads(args.table.read_text()))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            print(f"error: --table {args.table}: not a results file of this tool ({exc!r})")
+            return 2
+        print(table)
         return 0
     signal.signal(signal.SIGTERM, _terminate)
     started = time.monotonic()
