@@ -395,8 +395,6 @@ class HookApp(EventDecorators):
                 else:
                     return await self._finish(handler, event, coro, yielded, started)
             except BaseException as exc:
-                if not isinstance(exc, Exception) and stops_the_run(exc):
-                    raise
                 return self._caught(handler, event.hook_event_name, exc, started)
             return _ok(handler, self._answered(handler, event, value, started), started)
         try:
@@ -409,8 +407,6 @@ class HookApp(EventDecorators):
                 else:
                     output = await self._run(handler, event, started)
         except BaseException as exc:
-            if not isinstance(exc, Exception) and stops_the_run(exc):
-                raise
             return self._caught(handler, event.hook_event_name, exc, started)
         settled = self._settle(handler, event, output, started, time.perf_counter())
         return _ok(handler, settled, started)
@@ -435,8 +431,6 @@ class HookApp(EventDecorators):
             else:
                 return self._finish(handler, event, coro, yielded, started)
         except BaseException as exc:
-            if not isinstance(exc, Exception) and stops_the_run(exc):
-                raise
             return self._caught(handler, event.hook_event_name, exc, started)
         return self._answered(handler, event, value, started)
 
@@ -480,8 +474,6 @@ class HookApp(EventDecorators):
         try:
             output = await self._resume(handler, event, coro, yielded, started)
         except BaseException as exc:
-            if not isinstance(exc, Exception) and stops_the_run(exc):
-                raise
             return self._caught(handler, event.hook_event_name, exc, started)
         settled = self._settle(handler, event, output, started, time.perf_counter())
         return _ok(handler, settled, started)
@@ -489,7 +481,11 @@ class HookApp(EventDecorators):
     def _caught(
         self, handler: Handler, event_name: str, exc: BaseException, started: float
     ) -> Invocation:
-        """The invocation of a handler run that raised ``exc`` (called in its ``except``)."""
+        """The invocation of a handler run that raised ``exc`` (called in its ``except``), or
+        ``exc`` raised again when it stops the run rather than failing the handler (an
+        interrupt, the answering task's cancellation: see ``stops_the_run``)."""
+        if not isinstance(exc, Exception) and stops_the_run(exc):
+            raise exc
         if isinstance(exc, TimeoutError):
             return self._failed(handler, Status.TIMEOUT, TIMEOUT_MESSAGE, started)
         if isinstance(exc, OutputError):

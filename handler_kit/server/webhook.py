@@ -31,7 +31,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError, to_json
 
-from handler_kit.core._coroutines import never_suspends, stops_the_run
+from handler_kit.core._coroutines import never_suspends
 from handler_kit.core.app import HookApp
 from handler_kit.core.events import HookEvent, model_for
 from handler_kit.core.matchers import is_match_all
@@ -421,8 +421,6 @@ class Webhook:
                     try:
                         value = await handler.func(event)
                     except BaseException as exc:
-                        if not isinstance(exc, Exception) and stops_the_run(exc):
-                            raise
                         step = hook_app._caught(handler, route.event, exc, started)
                     else:
                         step = hook_app._answered(handler, event, value, started)
