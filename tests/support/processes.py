@@ -33,6 +33,9 @@ REPO = Path(__file__).resolve().parents[2]
 HANDLER_KIT = Path(sys.executable).parent / "handler-kit"
 # uvicorn logs this once per worker when the worker can take connections
 STARTED = "Application startup complete."
+# uvicorn logs STARTED when the lifespan has started, before a single process listens; this
+# line comes once the socket listens (from the supervisor, before its workers start)
+LISTENING = "Uvicorn running on"
 
 
 def free_port() -> int:
@@ -124,12 +127,14 @@ class Process:
         raise AssertionError(f"server not healthy within {timeout} s:\n{self.output()}")
 
     def wait_started(self, workers: int = 1, timeout: float = 30.0) -> None:
-        """Until every worker logged its start-up (so each can take connections)."""
+        """Until every worker logged its start-up and the socket listens (so each can take
+        connections)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise AssertionError(f"server exited early:\n{self.output()}")
-            if self.output().count(STARTED) >= workers:
+            output = self.output()
+            if output.count(STARTED) >= workers and LISTENING in output:
                 return
             time.sleep(0.05)
         raise AssertionError(f"server did not start within {timeout} s:\n{self.output()}")
