@@ -20,13 +20,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import re
 import subprocess
 import sys
 import tempfile
 import time
 from typing import Any
 
+from bench.callgrind import counted
 from bench.payload import EVENT
 
 BATCH = 64
@@ -177,29 +177,7 @@ def run(side: str, count: int, timed: bool) -> None:
 
 
 def instructions(side: str, count: int) -> float:
-    with tempfile.TemporaryDirectory() as out:
-        command = [
-            "valgrind",
-            "--tool=callgrind",
-            f"--callgrind-out-file={out}/cg.out",
-            "--zero-before=getppid",
-            "--dump-before=getpgrp",
-            sys.executable,
-            "-m",
-            "bench.audit_cost",
-            side,
-            str(count),
-        ]
-        env = {**os.environ, "PYTHONHASHSEED": "0"}
-        done = subprocess.run(command, capture_output=True, text=True, env=env)
-        if done.returncode:
-            raise SystemExit(done.stderr[-3000:])
-        dumps = sorted(name for name in os.listdir(out) if name != "cg.out")
-        with open(os.path.join(out, dumps[0])) as part:
-            match = re.search(r"^summary: (\d+)", part.read(), re.MULTILINE)
-        if match is None:
-            raise SystemExit(f"no summary in {dumps}")
-        return int(match.group(1)) / (count * BATCH)
+    return counted(["bench.audit_cost", side, str(count)]) / (count * BATCH)
 
 
 def main(argv: list[str] | None = None) -> None:

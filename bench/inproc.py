@@ -28,12 +28,10 @@ import argparse
 import asyncio
 import gc
 import os
-import re
-import subprocess
-import sys
 import tempfile
 from typing import Any
 
+from bench.callgrind import counted
 from bench.payload import EVENT_BODY, MCP_BODY, MCP_HEADERS, TOKEN
 
 APP = "example_servers.refund_gate:app"
@@ -341,36 +339,14 @@ def instructions(
     mcp: bool = False,
 ) -> float:
     """Instructions per request under callgrind, counted between the two markers only."""
-    with tempfile.TemporaryDirectory() as out:
-        command = [
-            "valgrind",
-            "--tool=callgrind",
-            f"--callgrind-out-file={out}/cg.out",
-            "--zero-before=getppid",
-            "--dump-before=getpgrp",
-            sys.executable,
-            "-m",
-            "bench.inproc",
-            side,
-            str(requests),
-            f"--warmup={warmup}",
-        ]
-        if audit:
-            command.append(f"--audit={audit}")
-        if protocol:
-            command.append("--protocol")
-        if mcp:
-            command.append("--mcp")
-        env = {**os.environ, "PYTHONHASHSEED": "0"}
-        done = subprocess.run(command, capture_output=True, text=True, env=env)
-        if done.returncode:
-            raise SystemExit(done.stderr[-3000:])
-        dumps = sorted(name for name in os.listdir(out) if name != "cg.out")
-        with open(os.path.join(out, dumps[0])) as part:
-            match = re.search(r"^summary: (\d+)", part.read(), re.MULTILINE)
-        if match is None:
-            raise SystemExit(f"no summary in {dumps}")
-        return int(match.group(1)) / requests
+    argv = ["bench.inproc", side, str(requests), f"--warmup={warmup}"]
+    if audit:
+        argv.append(f"--audit={audit}")
+    if protocol:
+        argv.append("--protocol")
+    if mcp:
+        argv.append("--mcp")
+    return counted(argv) / requests
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -384,19 +384,12 @@ class HookApp(EventDecorators):
         """Run one handler within its deadline, counted from ``started`` (when the answer
         began, the same for every handler of the event)."""
         if handler.is_async and not self.wrappers:
-            # _step, inline (this is every MCP answer's path): a gate that decides without
-            # awaiting (most do) costs no coroutine of ours and no timer
-            try:
-                coro: Coroutine[Any, Any, Any] = handler.func(event)  # type: ignore[assignment]
-                try:
-                    yielded = coro.send(None)
-                except StopIteration as stop:
-                    value = stop.value
-                else:
-                    return await self._finish(handler, event, coro, yielded, started)
-            except BaseException as exc:
-                return self._caught(handler, event.hook_event_name, exc, started)
-            return _ok(handler, self._answered(handler, event, value, started), started)
+            # the first step inline: a gate that decides without awaiting (most do) costs no
+            # task and no timer
+            step = self._step(handler, event, started)
+            if isinstance(step, (Output, Invocation)):
+                return _ok(handler, step, started)
+            return await step
         try:
             import asyncio
 
