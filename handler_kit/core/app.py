@@ -75,6 +75,11 @@ class HookApp(EventDecorators):
     Sync (``def``) handlers run on the app's own pool of ``threads`` threads, at most
     ``calls_per_handler`` at once for any one handler; a call over that limit waits for a
     thread until its deadline, then gets its handler's failure policy.
+
+    ``config_errors``: what is wrong with the app's own configuration, one line each naming
+    the setting (read at import, so that the module still imports). A server refuses to start
+    on any; a command hook runs one handler per call, so each handler answers for the settings
+    it uses (a gate denies, others raise).
     """
 
     def __init__(
@@ -84,9 +89,11 @@ class HookApp(EventDecorators):
         description: str = "",
         threads: int = DEFAULT_THREADS,
         calls_per_handler: int = DEFAULT_CALLS_PER_HANDLER,
+        config_errors: Iterable[str] = (),
     ) -> None:
         self.name = name
         self.description = description
+        self.config_errors = tuple(config_errors)
         # shared with every extended() copy: one pool however the app is served
         self.threads = HandlerThreads(threads, calls_per_handler)
         self.handlers: list[Handler] = []
