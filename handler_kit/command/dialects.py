@@ -147,6 +147,7 @@ def render(
     *,
     fail_closed: bool = False,
     fallback: Callable[[str], str] = _generic_reason,
+    stop_hook_active: bool = False,
 ) -> Rendered:
     """The answer ``output`` (Claude Code JSON for ``event``) as ``runtime`` reads it.
 
@@ -154,10 +155,14 @@ def render(
     apply then denies the call instead of letting it run with its original input.
     ``fallback(what)`` gives the reason of a block that has none (``what`` is ``"blocked"`` or
     ``"stopped"``): Codex reads an exit 2 or a Stop block with no reason as a failed run.
+    ``stop_hook_active`` is the input's flag of that name: the agent is already going on
+    because of a Stop hook, so Stop context is not turned into a block (see
+    :func:`_stop_context_continues`).
     """
     if runtime == CLAUDE_CODE:
         return Rendered(OK_EXIT, dump(output), "")
     parts = _Parts.read(event, output)
+    parts.continuing = stop_hook_active is True and event in _STOP_EVENTS
     if runtime == SANDBOX:
         return _exit_codes(event, parts, fail_closed, fallback)
     if runtime == CODEX:
@@ -186,6 +191,19 @@ def safe_output(event: str, reason: str) -> dict[str, Any] | None:
     return {"decision": "block", "reason": reason}
 
 
+def stop_hook_active(event: str | None, body: bytes) -> bool:
+    """True when ``body``, the hook input of ``event``, is a Stop or SubagentStop input with
+    ``stop_hook_active: true``: what :func:`render` needs from an input it was not given
+    parsed (``handler-kit forward`` sends the bytes on as they came)."""
+    if event not in _STOP_EVENTS:
+        return False
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and data.get("stop_hook_active") is True
+
+
 def needs_json(runtime: str, event: str) -> bool:
     """True when the runtime reads an empty stdout on exit 0 as a broken answer (Codex on
     Stop and SubagentStop), so "no opinion" must be ``{}``."""
@@ -206,6 +224,7 @@ class _Parts:
 
     __slots__ = (
         "context",
+        "continuing",
         "decision",
         "halt",
         "reason",
@@ -226,6 +245,7 @@ class _Parts:
         self.top: dict[str, Any] = {}  # other top-level keys (systemMessage, suppressOutput...)
         self.specific: dict[str, Any] = {}  # other hookSpecificOutput keys
         self.verdict_rest: dict[str, Any] = {}  # PermissionRequest: updatedPermissions...
+        self.continuing = False  # a Stop input with stop_hook_active: true
 
     @classmethod
     def read(cls, event: str, output: dict[str, Any]) -> _Parts:
@@ -309,8 +329,21 @@ def _asked_is_denied(runtime: str, event: str, parts: _Parts, notes: list[str]) 
 
 def _stop_context_continues(runtime: str, event: str, parts: _Parts, notes: list[str]) -> None:
     """Stop's additionalContext keeps the agent going with that text (Claude Code); elsewhere
-    the one way to say so is a block whose reason is the text."""
-    if event in _STOP_EVENTS and parts.context is not None:
+    the one way to say so is a block whose reason is the text.
+
+    Not when the agent is already going on because of a Stop hook (``stop_hook_active``):
+    the core's loop guard drops a handler's block there, and this block would be made after
+    it, on every stop, with nothing to end the loop (Codex has no cap of its own). The
+    context is dropped instead and the agent stops. A block the handler itself sent past the
+    guard (``stop_loop_guard=False``) is its own choice and is kept.
+    """
+    if event in _STOP_EVENTS and parts.context is not None and parts.continuing:
+        parts.context = None
+        notes.append(
+            f"{event}: stop_hook_active is true, and the {runtime} dialect could carry the "
+            "context only as a block that would keep the agent going again; dropped"
+        )
+    elif event in _STOP_EVENTS and parts.context is not None:
         parts.reason = "\n\n".join(r for r in (parts.reason, parts.context) if r)
         parts.decision = "block"
         parts.context = None
