@@ -93,14 +93,16 @@ _CODEX_EVENTS = frozenset(
         "UserPromptSubmit",
         "SubagentStop",
         "Stop",
+        "Interrupt",
     }
 )
 _CODEX_CONTEXT = frozenset(
     {"SessionStart", "SubagentStart", "PreToolUse", "PostToolUse", "UserPromptSubmit"}
 )
 _CODEX_BLOCK = frozenset({"PostToolUse", "UserPromptSubmit", "Stop", "SubagentStop"})
-# Events whose run Codex lets go on after continue:false: there it is parsed and ignored.
-_CODEX_NO_TURN = frozenset({"SessionEnd", "SubagentStart"})
+# Events whose run Codex lets go on after continue:false: there it is parsed and ignored
+# (Interrupt reads nothing but systemMessage: the turn is over already).
+_CODEX_NO_TURN = frozenset({"SessionEnd", "SubagentStart", "Interrupt"})
 
 
 class Rendered:
