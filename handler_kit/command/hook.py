@@ -463,6 +463,8 @@ def _render(runtime: str, app: HookApp, answer: Answer) -> tuple[int, bytes, str
         # a rewrite the runtime cannot apply denies the call when a fail-closed gate answered
         fail_closed=any(i.handler.fail_closed for i in answer.invocations),
         fallback=lambda what: _fallback_reason(app, answer, what),
+        # the loop guard holds for a block the dialect makes, not only for a handler's
+        stop_hook_active=getattr(answer.event, "stop_hook_active", None) is True,
     )
     if rendered.notes:
         import logging

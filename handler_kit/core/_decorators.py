@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         ElicitationResult,
         FileChanged,
         InstructionsLoaded,
+        Interrupt,
         MessageDisplay,
         Notification,
         PermissionDenied,
@@ -121,6 +122,7 @@ if TYPE_CHECKING:
     ElicitationResultHandler = TypeVar(
         "ElicitationResultHandler", bound="EventHandler[ElicitationResult]"
     )
+    InterruptHandler = TypeVar("InterruptHandler", bound="EventHandler[Interrupt]")
 
 
 class EventDecorators:
@@ -586,6 +588,18 @@ class EventDecorators:
     def elicitation_result(self, func: Any = None, /, **options: Any) -> Any:
         """Register a handler of ElicitationResult; options as in :meth:`HookApp.on`."""
         return _register(self, "ElicitationResult", func, options)
+
+    @overload
+    def interrupt(self, func: InterruptHandler, /) -> InterruptHandler: ...
+    @overload
+    def interrupt(
+        self, /, *, name: str | None = None, timeout: float | None = None, idempotent: bool = False
+    ) -> Callable[[InterruptHandler], InterruptHandler]: ...
+    def interrupt(self, func: Any = None, /, **options: Any) -> Any:
+        """Register a handler of Codex's Interrupt; options as in :meth:`HookApp.on`. Codex
+        reads only ``systemMessage`` of its answer and waits at most 3 s: the timeout defaults
+        to 1 s and may be at most 2 s (a command hook is installed with a second more)."""
+        return _register(self, "Interrupt", func, options)
 
 
 def _register(app: EventDecorators, event: str, func: Any, options: dict[str, Any]) -> Any:

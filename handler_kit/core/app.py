@@ -34,6 +34,7 @@ from handler_kit.core.vocabulary import (
     DEFAULT_TIMEOUT,
     DEFAULT_TIMEOUTS,
     LOOP_GUARDED_EVENTS,
+    MAX_TIMEOUTS,
     TIMEOUT_MESSAGE,
     UNREADABLE_MESSAGE,
     UNRECORDED_MESSAGE,
@@ -208,6 +209,13 @@ class HookApp(EventDecorators):
             )
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+        most = MAX_TIMEOUTS.get(event)
+        if timeout is not None and most is not None and timeout > most:
+            raise ValueError(
+                f"timeout={timeout!r} is too long for {event}: the runtime waits at most "
+                f"{most + 1:g} s, and a command hook is installed with a second more than the "
+                f"handler's timeout; use at most {most:g}"
+            )
         if event in MATCHERLESS_EVENTS and not is_match_all(matcher):
             # the handler would be matched against nothing and never run, while a runtime
             # runs that matcher group on every event

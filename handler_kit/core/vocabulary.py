@@ -20,8 +20,11 @@ from handler_kit.core.matchers import compile_matcher
 from handler_kit.core.names import Status
 from handler_kit.core.outputs import Output
 
-DEFAULT_TIMEOUTS = {"SessionStart": 5.0}
+DEFAULT_TIMEOUTS = {"SessionStart": 5.0, "Interrupt": 1.0}
 DEFAULT_TIMEOUT = 3.0
+# The most a handler of the event may take: Codex waits at most 3 s on Interrupt, and a command
+# hook is installed with a second more than the handler's timeout for its start-up.
+MAX_TIMEOUTS = {"Interrupt": 2.0}
 TIMEOUT_MESSAGE = "handler did not answer in time"
 UNREADABLE_MESSAGE = "the hook input could not be read"
 # The error of every handler of an answer that was not sent because its audit record could not
