@@ -96,6 +96,11 @@ def run(args: argparse.Namespace) -> int:
     if not (server.tokens or server.jwt or server.auth or server.insecure_no_auth):
         generated = generate_token()
         server = dataclasses.replace(server, tokens=(generated,))
+    if not server.inspector_secret:
+        # the one-time login link printed here must verify in the server's processes
+        import secrets
+
+        server = dataclasses.replace(server, inspector_secret=secrets.token_urlsafe(32))
     server = dataclasses.replace(server, inspector=True)
     config = dataclasses.replace(
         base,
@@ -149,7 +154,14 @@ def banner_lines(config: ServeConfig, hook_app: HookApp, generated: str | None) 
         authorization = [f"    -H 'Authorization: Bearer {USER_TOKEN}' \\"]
     body = shlex.quote(json.dumps(event, separators=(",", ":")))
     url = f"http://{config.host}:{config.port}/hooks"
+    from handler_kit.inspector.session import LOGIN_CODE_SECONDS, LoginCodes, session_secret
+
+    code = LoginCodes(session_secret(config.server.inspector_secret)).issue()
+    login = f"http://{config.host}:{config.port}/_inspector/login?code={code}"
     return [
+        "",
+        f"Inspector: {login}",
+        f"  (a one-time login link, good for {LOGIN_CODE_SECONDS} s; then log in with the token)",
         "",
         f"Bearer token: {shown}",
         "",

@@ -100,6 +100,17 @@ def test_dev_serves_reloads_on_change_and_explains_a_broken_edit(tmp_path: Path)
         ), line
         # the inspector is on: its page answers (a login page), it is not a 404
         assert httpx.get(f"{base}/_inspector", timeout=10).status_code != 404
+        # the one-time login link: a session without pasting the token, once
+        link = re.search(r"Inspector: (http\S+/_inspector/login\?code=\S+)", output).group(1)
+        first = httpx.get(link, timeout=10)
+        assert first.status_code in (302, 303, 307), first.text
+        assert first.headers["location"] == "/_inspector"
+        session = first.cookies
+        page = httpx.get(f"{base}/_inspector", cookies=session, timeout=10)
+        assert page.status_code == 200 and 'class="login"' not in page.text
+        again = httpx.get(link, timeout=10)
+        assert again.status_code == 401 and "expired or was used already" in again.text
+        assert "hk_inspector" not in again.cookies
 
         module.write_text(GATE.format(reason="version two"))
         until(lambda: "ok" if reason() == "version two" else None, RELOAD_TIMEOUT, server)
