@@ -253,6 +253,7 @@ def _answer(
                 f"handler {args.handler!r} handles {handlers[0].event}, not {event_name}"
             )
         event = _validate(event_name, data)
+        _name_the_project()
     except UnreadableInput as exc:
         return (*_unreadable(runtime, app, handlers, raw, exc), False)
     if handlers is None:
@@ -371,6 +372,15 @@ def _json_string(token: bytes) -> str | None:
     except ValueError:
         return None
     return value if isinstance(value, str) else None
+
+
+def _name_the_project() -> None:
+    """``event.project_dir``: the folder the runtime named to this process (one event per
+    process: set once, for the event of this run)."""
+    from handler_kit.config import runtime_project_dir
+    from handler_kit.core.events import HookEvent
+
+    HookEvent.runtime_project_dir = runtime_project_dir()
 
 
 def _validate(event_name: str, data: dict[str, Any]) -> Any:
