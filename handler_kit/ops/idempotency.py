@@ -326,7 +326,7 @@ class RedisStore:
             return None
         return state if isinstance(state, dict) else None
 
-    def _release(self, client: Any, name: str, marker: str) -> None:
+    def _release(self, client: Any, name: str, marker: bytes) -> None:
         """Drop our in-progress marker, in the background: a failed or late run must not wait
         on Redis to give its (fail-closed) answer."""
 
