@@ -262,8 +262,11 @@ class Operations:
 
     @contextlib.asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
-        """The server lifespan context: flush and close on the way out."""
+        """The server lifespan context: the durable audit trail's sinks probed on the way in
+        (``/readyz`` says ready once they commit), flushed and closed on the way out."""
         try:
+            if self.audit is not None:
+                await self.audit.start()
             yield
         finally:
             await self.aclose()
