@@ -164,6 +164,55 @@ def test_every_answer_has_its_records_whatever_the_input(tmp_path: Path, process
         assert levels_of(cut["input"]["tool_input"]) == (MAX_RECORD_DEPTH, TOO_DEEP)
 
 
+def strict_app() -> HookApp:
+    """A fail-closed gate: an input it cannot read gets its deny."""
+    hooks = HookApp("audit-faults-strict")
+
+    @hooks.pre_tool_use(fail_closed=True)
+    def strict(event: PreToolUse) -> Output:
+        return allow("read it")
+
+    return hooks
+
+
+def deep_body(tool_use_id: str, levels: int) -> bytes:
+    """A PreToolUse whose ``tool_input`` nests ``levels`` arrays, with ``tool_use_id`` after
+    it (as Claude Code orders its fields) and a decoy id inside it."""
+    inner = "[" * levels + '{"tool_use_id": "decoy", "session_id": "decoy"}' + "]" * levels
+    return (
+        '{"session_id": "sess-deep", "transcript_path": "/t.jsonl", "cwd": "/w", '
+        '"hook_event_name": "PreToolUse", "tool_name": "Bash", '
+        f'"tool_input": {{"command": {inner}}}, "tool_use_id": "{tool_use_id}"}}'
+    ).encode()
+
+
+@pytest.mark.parametrize("process", [True, False], ids=["writer-process", "writer-thread"])
+def test_an_input_too_deep_to_parse_is_recorded_with_its_ids(tmp_path: Path, process: bool) -> None:
+    """The gate cannot read it (too deep: a 400 for a handler that does not fail closed), so
+    it denies; the record of that deny names the session and the call, read from the top
+    level without the deep part."""
+    jsonl = tmp_path / "audit.jsonl"
+    operations = OperationsConfig(audit=[f"jsonl:{jsonl}"], audit_process=process)
+    config = ServerConfig(tokens=[TOKEN], operations=operations)
+    # just past the input limit (the standard library parses it), and far past what any
+    # parser here reads
+    bodies = {"tu-deep-1": MAX_RECORD_DEPTH + 10, "tu-deep-2": 50_000}
+    with running_server(strict_app(), config=config) as server, server.http(timeout=10) as client:
+        for tool_use_id, levels in bodies.items():
+            response = client.post("/hooks/strict", content=deep_body(tool_use_id, levels))
+            assert response.status_code == 200, response.text
+            specific = response.json()["hookSpecificOutput"]
+            assert specific["permissionDecision"] == "deny"
+            assert "could not read the hook input" in specific["permissionDecisionReason"]
+    answers = [r for r in read_jsonl(jsonl) if r["kind"] == "answer"]
+    assert [(r["session_id"], r["tool_use_id"], r["decision"]) for r in answers] == [
+        ("sess-deep", "tu-deep-1", "deny"),
+        ("sess-deep", "tu-deep-2", "deny"),
+    ]
+    invocations = [r for r in read_jsonl(jsonl) if r["kind"] == "invocation"]
+    assert [r["tool_use_id"] for r in invocations] == ["tu-deep-1", "tu-deep-2"]
+
+
 # -- a sink that stalls ----------------------------------------------------------------------
 
 
