@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import subprocess
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,8 +23,10 @@ from handler_kit.ops.audit.records import MAX_RECORD_DEPTH, TOO_DEEP
 from handler_kit.ops.audit.sqlite import AuditStore
 from handler_kit.ops.audit.trail import DROP_LOG_INTERVAL
 from handler_kit.testing import RunningServer, running_server
+from tests.support.apps import COMMAND_APP
 from tests.support.http import TOKEN
 from tests.support.payloads import read_jsonl
+from tests.support.processes import HANDLER_KIT, clean_env
 
 # -- inputs the encoder cannot write as they are ---------------------------------------------
 
@@ -211,6 +214,25 @@ def test_an_input_too_deep_to_parse_is_recorded_with_its_ids(tmp_path: Path, pro
     ]
     invocations = [r for r in read_jsonl(jsonl) if r["kind"] == "invocation"]
     assert [r["tool_use_id"] for r in invocations] == ["tu-deep-1", "tu-deep-2"]
+
+
+def test_a_command_hook_records_the_ids_of_an_input_too_deep_to_parse(tmp_path: Path) -> None:
+    """The same through ``handler-kit command``: the gate's deny, and its record's ids."""
+    jsonl = tmp_path / "audit.jsonl"
+    body = deep_body("tu-deep-cmd", 5_000).replace(b'"Bash"', b'"issue_refund"')
+    env = clean_env(HANDLER_KIT_AUDIT=f"jsonl:{jsonl}")
+    proc = subprocess.run(
+        [str(HANDLER_KIT), "command", COMMAND_APP, "--handler", "refund_gate"],
+        input=body,
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    specific = json.loads(proc.stdout)["hookSpecificOutput"]
+    assert specific["permissionDecision"] == "deny"
+    answers = [r for r in read_jsonl(jsonl) if r["kind"] == "answer"]
+    assert [(r["session_id"], r["tool_use_id"]) for r in answers] == [("sess-deep", "tu-deep-cmd")]
 
 
 # -- a sink that stalls ----------------------------------------------------------------------
