@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 from handler_kit.config import command_config
 from handler_kit.core._coroutines import never_suspends, run_without_loop
-from handler_kit.core.vocabulary import one_line
+from handler_kit.core.vocabulary import INPUT_ID_FIELDS, one_line, top_level_strings
 
 if TYPE_CHECKING:
     import argparse
@@ -322,7 +322,14 @@ def _unreadable(
             raise error
         gates, event_name = app.by_event.get(found, []), found
     answer = app.answer_unreadable(
-        event_name, gates, str(error), transport="command", context={"pid": os.getpid()}
+        event_name,
+        gates,
+        str(error),
+        transport="command",
+        context={"pid": os.getpid()},
+        known=top_level_strings(raw, INPUT_ID_FIELDS)
+        if any(h.fail_closed for h in gates)
+        else None,
     )
     if answer is None:
         raise error

@@ -16,7 +16,7 @@ import inspect
 import threading
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic_core import PydanticSerializationError, to_json
@@ -334,11 +334,15 @@ class HookApp(EventDecorators):
         *,
         transport: str = "direct",
         context: dict[str, Any] | None = None,
+        known: Mapping[str, str] | None = None,
     ) -> Answer | None:
         """The answer to an input that could not be read, when ``handlers`` were to run on it:
         the safe decision of the fail-closed ones among them (a gate that cannot read its input
         cannot let the call through), or None when none fails closed and the transport reports
         bad input as usual. ``problem`` says what was wrong, for the log and the audit trail.
+        ``known``: the input's identifying fields that could still be read (its
+        ``session_id``, ``tool_use_id``...: :func:`~handler_kit.core.vocabulary.top_level_strings`),
+        so the answer's audit record says which call it answered.
         """
         gates = [h for h in handlers if h.fail_closed]
         if not gates:
@@ -349,8 +353,14 @@ class HookApp(EventDecorators):
             event_name,
             problem,
         )
-        # the event as far as it is known: its name, every field missing
-        event = model_for(event_name).model_construct(hook_event_name=event_name)
+        # the event as far as it is known: its name and ids, every other field missing
+        model = model_for(event_name)
+        fields: dict[str, Any] = {
+            name: value
+            for name, value in (known or {}).items()
+            if name in model.model_fields and name != "hook_event_name" and isinstance(value, str)
+        }
+        event = model.model_construct(**fields, hook_event_name=event_name)
         return self._answer_failed(
             event, gates, Status.ERROR, f"{UNREADABLE_MESSAGE} ({problem})", transport, context
         )
