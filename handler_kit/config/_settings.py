@@ -37,6 +37,9 @@ DEFAULT_KEEP_ALIVE_TIMEOUT = 5.0
 DEFAULT_HEADER_TIMEOUT = 10.0
 DEFAULT_MAX_HEADER_BYTES = 32 * 1024
 DEFAULT_BACKLOG = 2048
+# Connections one client address may hold before its first answer, as a share of the worker's
+# connections: one address alone can never take them all; four are needed to.
+UNANSWERED_PER_ADDRESS_SHARE = 4
 DEFAULT_AUTH_FAILURE_LIMIT = 20
 DEFAULT_AUTH_FAILURE_WINDOW = 60.0
 # the shortest bearer token accepted, and the shortest secret the audit trail redacts
@@ -347,6 +350,8 @@ class ServeConfig:
     header_timeout: float = DEFAULT_HEADER_TIMEOUT
     max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES
     backlog: int = DEFAULT_BACKLOG
+    # None: a share of max_connections (see unanswered_per_address)
+    max_unanswered_per_address: int | None = None
     server: ServerConfig = field(default_factory=ServerConfig)
 
     def __post_init__(self) -> None:
@@ -357,6 +362,9 @@ class ServeConfig:
         for name in ("max_connections", "max_header_bytes", "backlog"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, not {getattr(self, name)}")
+        unanswered = self.max_unanswered_per_address
+        if unanswered is not None and unanswered < 1:
+            raise ConfigError(f"max_unanswered_per_address must be at least 1, not {unanswered}")
         for name in ("keep_alive_timeout", "header_timeout"):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"{name} must be more than 0 seconds, not {getattr(self, name)}")
@@ -365,6 +373,13 @@ class ServeConfig:
     def from_env(cls, environ: Environ | None = None) -> ServeConfig:
         env = _environ(environ)
         return cls(**_read(env, "serve"), server=ServerConfig.from_env(env))
+
+    def unanswered_per_address(self) -> int:
+        """Connections one client address may hold open before their first answer (per
+        worker): the setting, else a share of ``max_connections``."""
+        if self.max_unanswered_per_address is not None:
+            return self.max_unanswered_per_address
+        return max(1, self.max_connections // UNANSWERED_PER_ADDRESS_SHARE)
 
     def dev_tls_folder(self) -> Path:
         """Where the development CA and certificate are cached."""
@@ -735,6 +750,14 @@ SETTINGS: tuple[Setting, ...] = (
     S("HANDLER_KIT_MAX_HEADER_BYTES", "serve", "max_header_bytes", parse_size,
       "largest request line and headers accepted (then 431; bytes, or 16KiB...)", "32KiB",
       option="--max-header-bytes"),
+    S("HANDLER_KIT_MAX_UNANSWERED_PER_ADDRESS", "serve", "max_unanswered_per_address",
+      parse_positive_int,
+      "connections per worker from one client address (an IPv6 /64) that have not had an "
+      "answer yet, past which a new one from it is answered 429 and closed; behind a reverse "
+      "proxy every connection comes from the proxy: set it to --max-connections and let the "
+      "proxy limit each client (docs/production.md)",
+      f"a {UNANSWERED_PER_ADDRESS_SHARE}th of --max-connections",
+      option="--max-unanswered-per-address"),
     S("HANDLER_KIT_BACKLOG", "serve", "backlog", parse_positive_int,
       "connections the kernel queues for the server before it accepts them",
       str(DEFAULT_BACKLOG)),
