@@ -50,6 +50,23 @@ class ConfigError(ValueError):
     """A setting is missing, malformed or inconsistent; the message names it."""
 
 
+# What the shipped example secrets (deploy/kubernetes/secret.yaml) hold in place of a secret:
+# a server given one, copied as it is, would accept a token anybody can read in this repository.
+PLACEHOLDER = "REPLACE-ME"
+
+
+def refuse_placeholders(name: str, values: Sequence[str | None]) -> None:
+    """Refuse a secret that is, or holds, the placeholder of the example manifests. The
+    message names the setting, never the value."""
+    if any(value and PLACEHOLDER in value.upper() for value in values):
+        raise ConfigError(
+            f"{name} holds the placeholder {PLACEHOLDER} of the example Secret "
+            "(deploy/kubernetes/secret.yaml), not a secret: create the Secret from files of "
+            "random values (see that file), e.g. "
+            "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
+        )
+
+
 class DeprecatedSetting(FutureWarning):
     """A setting was given under its old name. Shown by default: the person who set it is an
     operator, not the developer who would see a DeprecationWarning."""
@@ -133,6 +150,7 @@ class JWTConfig:
 
     def __post_init__(self) -> None:
         _freeze(self, "algorithms")
+        refuse_placeholders("HANDLER_KIT_JWT_SECRET", [self.secret])
         if self.secret:
             from handler_kit.auth import hmac_key_problem
 
@@ -172,6 +190,8 @@ class OperationsConfig:
 
     def __post_init__(self) -> None:
         _freeze(self, "audit", "audit_sinks", "audit_redact")
+        refuse_placeholders("HANDLER_KIT_AUDIT (or HANDLER_KIT_AUDIT_FILE)", self.audit)
+        refuse_placeholders("HANDLER_KIT_IDEMPOTENCY_REDIS_URL", [self.idempotency_redis_url])
         if self.audit_on_full not in ("block", "drop"):
             raise ConfigError(
                 f"audit_on_full must be 'block' or 'drop', not {self.audit_on_full!r}"
@@ -234,6 +254,8 @@ class ServerConfig:
 
     def __post_init__(self) -> None:
         _freeze(self, "tokens", "allowed_hosts", "trusted_proxies", "extensions")
+        refuse_placeholders("HANDLER_KIT_TOKENS (or HANDLER_KIT_TOKENS_FILE)", self.tokens)
+        refuse_placeholders("HANDLER_KIT_INSPECTOR_SECRET", [self.inspector_secret])
         for proxy in self.trusted_proxies:
             try:
                 ipaddress.ip_network(proxy.strip(), strict=False)
@@ -536,20 +558,35 @@ def parse_on_full(name: str, raw: str) -> str:
     return value
 
 
+def _secret_file_text(name: str, raw: str) -> str:
+    path = raw.strip()
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise ConfigError(f"{name}: cannot read {path}: {reason}") from None
+
+
 def parse_secret_file_list(name: str, raw: str) -> tuple[str, ...]:
     """The values held in the file named by ``raw``, separated by commas or new lines: a
     mounted secret (compose ``secrets:``, a Kubernetes Secret volume). The trailing newline
     that editors and ``echo`` add is no part of a value; the file's text is never shown."""
-    path = raw.strip()
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-        raise ConfigError(f"{name}: cannot read {path}: {reason}") from None
+    text = _secret_file_text(name, raw)
     values = tuple(part.strip() for part in re.split(r"[,\r\n]", text) if part.strip())
     if not values:
-        raise ConfigError(f"{name}: {path} holds no value")
+        raise ConfigError(f"{name}: {raw.strip()} holds no value")
     return values
+
+
+def parse_secret_file(name: str, raw: str) -> str:
+    """The one value held in the file named by ``raw`` (a mounted secret), without the blanks
+    and trailing newline around it; the file's text is never shown."""
+    value = _secret_file_text(name, raw).strip()
+    if not value:
+        raise ConfigError(f"{name}: {raw.strip()} holds no value")
+    if "\n" in value or "\r" in value:
+        raise ConfigError(f"{name}: {raw.strip()} must hold one value, on one line")
+    return value
 
 
 # uvicorn's levels: "trace", below debug, logs every connection and ASGI message
@@ -571,6 +608,7 @@ _KINDS: dict[Callable[[str, str], object], str] = {
     parse_on_full: "choice",
     parse_log_format: "choice",
     parse_secret_file_list: "file",
+    parse_secret_file: "file",
 }
 
 
@@ -710,6 +748,10 @@ SETTINGS: tuple[Setting, ...] = (
       "one OpenTelemetry span per handler run", "0"),
     S("HANDLER_KIT_IDEMPOTENCY_REDIS_URL", "operations", "idempotency_redis_url", parse_str,
       "Redis URL of the idempotency store shared by workers and replicas", secret=True),
+    S("HANDLER_KIT_IDEMPOTENCY_REDIS_URL_FILE", "operations", "idempotency_redis_url",
+      parse_secret_file,
+      "file holding the Redis URL (a mounted secret, for a URL with its password); instead "
+      "of HANDLER_KIT_IDEMPOTENCY_REDIS_URL", file_for="HANDLER_KIT_IDEMPOTENCY_REDIS_URL"),
     S("HANDLER_KIT_IDEMPOTENCY_TTL", "operations", "idempotency_ttl", parse_duration,
       "how long an idempotent answer is replayed (seconds, or 30m, 1h...)", "3600"),
     # -- handler-kit serve
