@@ -268,7 +268,7 @@ def kube_documents(args: argparse.Namespace, token: str, port: int) -> tuple[str
     without = {
         "HANDLER_KIT_AUDIT_FILE",
         "HANDLER_KIT_IDEMPOTENCY_REDIS_URL_FILE",
-        "HANDLER_KIT_IDEMPOTENCY_KEYS",
+        "HANDLER_KIT_IDEMPOTENCY_KEYS_FILE",
     }
     container["env"] = [e for e in container["env"] if e["name"] not in without]
     for volume in pod["volumes"]:
@@ -391,6 +391,8 @@ def write_secrets(folder: Path, token: str) -> None:
     (folder / "postgres-password").write_text(password + "\n", encoding="utf-8")
     url = f"postgresql://handler_kit:{password}@postgres:5432/handler_kit"
     (folder / "audit-url").write_text(url + "\n", encoding="utf-8")
+    keys = secrets.token_hex(32)
+    (folder / "idempotency-keys").write_text(keys + "\n", encoding="utf-8")
     for f in folder.iterdir():
         f.chmod(0o644)
 

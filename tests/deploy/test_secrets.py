@@ -14,6 +14,8 @@ from tests.support.processes import clean_env, free_port, process, serve_argv
 
 APP = "example_servers.refund_gate:app"
 REAL = "a-real-token-0123456789abcdef"
+# the Redis store takes the MAC keys of its records with its URL
+KEYS = {"HANDLER_KIT_IDEMPOTENCY_KEYS": "0123456789abcdef" * 4}
 
 
 def serve_exit(tmp_path: Path, tokens: str) -> tuple[int, str]:
@@ -53,21 +55,22 @@ def test_a_real_token_is_accepted() -> None:
 def test_the_redis_url_is_read_from_its_secret_file(tmp_path: Path) -> None:
     url_file = tmp_path / "redis-url"
     url_file.write_text("redis://:a-real-password-0123@redis:6379/0\n", encoding="utf-8")
-    env = {"HANDLER_KIT_IDEMPOTENCY_REDIS_URL_FILE": str(url_file)}
+    env = {"HANDLER_KIT_IDEMPOTENCY_REDIS_URL_FILE": str(url_file), **KEYS}
     config = OperationsConfig.from_env(env)
     assert config.idempotency_redis_url == "redis://:a-real-password-0123@redis:6379/0"
     # what serve hands its workers: the plain variable
-    assert export_env(ServeConfig(server=ServerConfig(tokens=[REAL], operations=config))) == {
-        "HANDLER_KIT_TOKENS": REAL,
-        "HANDLER_KIT_IDEMPOTENCY_REDIS_URL": "redis://:a-real-password-0123@redis:6379/0",
-    }
+    exported = export_env(ServeConfig(server=ServerConfig(tokens=[REAL], operations=config)))
+    assert exported["HANDLER_KIT_IDEMPOTENCY_REDIS_URL"] == (
+        "redis://:a-real-password-0123@redis:6379/0"
+    )
+    assert "HANDLER_KIT_IDEMPOTENCY_REDIS_URL_FILE" not in exported
 
 
 def test_the_example_secrets_redis_url_is_refused(tmp_path: Path) -> None:
     url_file = tmp_path / "redis-url"
     url_file.write_text(find("Secret", GATE_NAME)["stringData"]["redis-url"], encoding="utf-8")
     with pytest.raises(ConfigError, match=r"HANDLER_KIT_IDEMPOTENCY_REDIS_URL.*REPLACE-ME"):
-        OperationsConfig.from_env({"HANDLER_KIT_IDEMPOTENCY_REDIS_URL_FILE": str(url_file)})
+        OperationsConfig.from_env({"HANDLER_KIT_IDEMPOTENCY_REDIS_URL_FILE": str(url_file), **KEYS})
 
 
 def test_a_secret_file_of_more_than_one_line_is_refused(tmp_path: Path) -> None:
