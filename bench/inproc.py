@@ -295,6 +295,7 @@ async def _drive_protocol(
                 keep_alive=serve.keep_alive_timeout,
                 head_timeout=serve.header_timeout,
                 max_head_bytes=serve.max_header_bytes,
+                max_unanswered=serve.unanswered_per_address(),
             ),
         )
     config.load()

@@ -236,7 +236,7 @@ KUBE_DIR = DOCKER_DIR.parent / "deploy" / "kubernetes"
 def kube_documents(args: argparse.Namespace, token: str, port: int) -> tuple[str, str]:
     """deploy/kubernetes's Deployment, Secret and ConfigMap as podman kube play takes them: one
     replica of the image under test, its port on the loopback, names made unique per run, no
-    Redis or Postgres (the compose test has them)."""
+    Redis or Postgres (the compose test has them), so no idempotency keys either."""
     import base64
 
     import yaml
@@ -255,8 +255,7 @@ def kube_documents(args: argparse.Namespace, token: str, port: int) -> tuple[str
     secret["data"] = {"tokens": base64.b64encode(token.encode()).decode() if decodes else token}
     config = load("configmap.yaml")
     config["metadata"]["name"] = name
-    for key in ("HANDLER_KIT_AUDIT_DURABLE", "HANDLER_KIT_IDEMPOTENCY_REDIS_URL"):
-        config["data"].pop(key)
+    config["data"].pop("HANDLER_KIT_AUDIT_DURABLE")
     deployment = load("deployment.yaml")
     deployment["metadata"]["name"] = name
     deployment["spec"]["replicas"] = 1
@@ -265,7 +264,13 @@ def kube_documents(args: argparse.Namespace, token: str, port: int) -> tuple[str
     container["image"] = args.image
     container["envFrom"][0]["configMapRef"]["name"] = name
     container["ports"][0].update(hostPort=port, hostIP="127.0.0.1")
-    container["env"] = [e for e in container["env"] if e["name"] != "HANDLER_KIT_AUDIT_FILE"]
+    # no database, no Redis here: their secrets are not in this Secret
+    without = {
+        "HANDLER_KIT_AUDIT_FILE",
+        "HANDLER_KIT_IDEMPOTENCY_REDIS_URL_FILE",
+        "HANDLER_KIT_IDEMPOTENCY_KEYS_FILE",
+    }
+    container["env"] = [e for e in container["env"] if e["name"] not in without]
     for volume in pod["volumes"]:
         if "secret" in volume:
             volume["secret"]["secretName"] = name
@@ -386,6 +391,8 @@ def write_secrets(folder: Path, token: str) -> None:
     (folder / "postgres-password").write_text(password + "\n", encoding="utf-8")
     url = f"postgresql://handler_kit:{password}@postgres:5432/handler_kit"
     (folder / "audit-url").write_text(url + "\n", encoding="utf-8")
+    keys = secrets.token_hex(32)
+    (folder / "idempotency-keys").write_text(keys + "\n", encoding="utf-8")
     for f in folder.iterdir():
         f.chmod(0o644)
 
@@ -428,12 +435,16 @@ def psql(container: str, sql: str) -> list[str]:
 
 
 class Load:
-    """Hook calls through the proxy from several client threads, each with its own keep-alive
-    connection; every call a distinct tool_use_id, so each received answer names its record."""
+    """Hook calls to the gate's route through the proxy from several client threads, each with
+    its own keep-alive connection; every call a distinct tool_use_id, so each received answer
+    names its record."""
 
     def __init__(self, url: str, ca_file: str | bool, token: str, prefix: str) -> None:
         self.url, self.ca_file, self.token, self.prefix = url, ca_file, token, prefix
         self.received: list[str] = []  # tool_use_ids of the answers clients got
+        # the gate's deny to a call whose replica failed: the proxy sent it again without its
+        # body, and the gate answered its safe decision to an input it could not read
+        self.unread = 0
         self.latencies: list[float] = []  # seconds, of every call
         self.errors: dict[str, int] = {}
         self.sent = 0
@@ -457,16 +468,20 @@ class Load:
                     event["tool_use_id"] = f"{self.prefix}{n}"
                     t0 = time.perf_counter()
                     try:
-                        r = client.post(f"{self.url}/hooks", json=event, headers=auth)
+                        r = client.post(f"{self.url}/hooks/refund_gate", json=event, headers=auth)
                         kind = None if r.status_code == 200 else f"HTTP {r.status_code}"
                         if kind is None and r.json() != DENY_BODY:
-                            kind = "wrong answer"
+                            output = r.json().get("hookSpecificOutput") or {}
+                            denied = output.get("permissionDecision") == "deny"
+                            kind = "unread" if denied else "wrong answer"
                     except httpx.HTTPError as exc:
                         kind = type(exc).__name__
                     with self.lock:
                         self.latencies.append(time.perf_counter() - t0)
                         if kind is None:
                             self.received.append(event["tool_use_id"])
+                        elif kind == "unread":
+                            self.unread += 1
                         else:
                             self.errors[kind] = self.errors.get(kind, 0) + 1
 
@@ -615,13 +630,20 @@ def test_compose(res: Results, args: argparse.Namespace) -> None:
             errors = sum(load.errors.values())
             print(
                 f"info load: {total} calls, {threads} clients, {elapsed:.1f}s, "
-                f"{len(load.received)} answers, {errors} errors {load.errors or ''} "
-                f"(gate2 killed after {total // 3} calls)",
+                f"{len(load.received)} answers, {load.unread} denies of an unread input, "
+                f"{errors} errors {load.errors or ''} (gate2 killed after {total // 3} calls)",
                 flush=True,
             )
             assert killed, "the kill never happened"
+            # a runtime proceeds on any answer but a 2xx: not one may reach a client
+            not_2xx = {k: n for k, n in load.errors.items() if k.startswith("HTTP ")}
+            assert not not_2xx, f"non-2xx answers on the gate route: {not_2xx}"
+            assert "wrong answer" not in load.errors, load.errors
             assert len(load.received) >= total * 0.9, load.errors
-            return f"{len(load.received)} answered, {errors} client errors"
+            return (
+                f"{len(load.received)} answered, {load.unread} denied unread (replica gone), "
+                f"0 non-2xx, {errors} client errors"
+            )
 
         if res.check(
             f"compose: {total} calls via proxy, podman kill gate2 mid-load", load_with_kill

@@ -105,6 +105,15 @@ _VALUE_OPTIONS: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
         "max_header_bytes",
         {"type": lambda v: parse_size("--max-header-bytes", v), "metavar": "SIZE"},
     ),
+    (
+        "--max-unanswered-per-address",
+        "serve",
+        "max_unanswered_per_address",
+        {
+            "type": lambda v: parse_positive_int("--max-unanswered-per-address", v),
+            "metavar": "N",
+        },
+    ),
 )
 # flags that turn a setting on
 _FLAG_OPTIONS: tuple[tuple[str, str, str], ...] = (
@@ -322,6 +331,7 @@ def start(
             keep_alive=config.keep_alive_timeout,
             head_timeout=config.header_timeout,
             max_head_bytes=config.max_header_bytes,
+            max_unanswered=config.unanswered_per_address(),
         ),
     )
     if not reload:

@@ -37,6 +37,9 @@ DEFAULT_KEEP_ALIVE_TIMEOUT = 5.0
 DEFAULT_HEADER_TIMEOUT = 10.0
 DEFAULT_MAX_HEADER_BYTES = 32 * 1024
 DEFAULT_BACKLOG = 2048
+# Connections one client address may hold before its first answer, as a share of the worker's
+# connections: one address alone can never take them all; four are needed to.
+UNANSWERED_PER_ADDRESS_SHARE = 4
 DEFAULT_AUTH_FAILURE_LIMIT = 20
 DEFAULT_AUTH_FAILURE_WINDOW = 60.0
 # the shortest bearer token accepted, and the shortest secret the audit trail redacts
@@ -47,6 +50,23 @@ MIN_IDEMPOTENCY_KEY_CHARS = 32
 
 class ConfigError(ValueError):
     """A setting is missing, malformed or inconsistent; the message names it."""
+
+
+# What the shipped example secrets (deploy/kubernetes/secret.yaml) hold in place of a secret:
+# a server given one, copied as it is, would accept a token anybody can read in this repository.
+PLACEHOLDER = "REPLACE-ME"
+
+
+def refuse_placeholders(name: str, values: Sequence[str | None]) -> None:
+    """Refuse a secret that is, or holds, the placeholder of the example manifests. The
+    message names the setting, never the value."""
+    if any(value and PLACEHOLDER in value.upper() for value in values):
+        raise ConfigError(
+            f"{name} holds the placeholder {PLACEHOLDER} of the example Secret "
+            "(deploy/kubernetes/secret.yaml), not a secret: create the Secret from files of "
+            "random values (see that file), e.g. "
+            "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
+        )
 
 
 class DeprecatedSetting(FutureWarning):
@@ -132,6 +152,7 @@ class JWTConfig:
 
     def __post_init__(self) -> None:
         _freeze(self, "algorithms")
+        refuse_placeholders("HANDLER_KIT_JWT_SECRET", [self.secret])
         if self.secret:
             from handler_kit.auth import hmac_key_problem
 
@@ -172,6 +193,12 @@ class OperationsConfig:
 
     def __post_init__(self) -> None:
         _freeze(self, "audit", "audit_sinks", "audit_redact", "idempotency_keys")
+        refuse_placeholders("HANDLER_KIT_AUDIT (or HANDLER_KIT_AUDIT_FILE)", self.audit)
+        refuse_placeholders("HANDLER_KIT_IDEMPOTENCY_REDIS_URL", [self.idempotency_redis_url])
+        refuse_placeholders(
+            "HANDLER_KIT_IDEMPOTENCY_KEYS (or HANDLER_KIT_IDEMPOTENCY_KEYS_FILE)",
+            self.idempotency_keys,
+        )
         if self.idempotency_redis_url and not self.idempotency_keys:
             # a key made up by each process would not verify another replica's records, and
             # unsigned records let anything that reaches Redis plant an answer
@@ -250,6 +277,8 @@ class ServerConfig:
 
     def __post_init__(self) -> None:
         _freeze(self, "tokens", "allowed_hosts", "trusted_proxies", "extensions")
+        refuse_placeholders("HANDLER_KIT_TOKENS (or HANDLER_KIT_TOKENS_FILE)", self.tokens)
+        refuse_placeholders("HANDLER_KIT_INSPECTOR_SECRET", [self.inspector_secret])
         for proxy in self.trusted_proxies:
             try:
                 ipaddress.ip_network(proxy.strip(), strict=False)
@@ -366,6 +395,8 @@ class ServeConfig:
     header_timeout: float = DEFAULT_HEADER_TIMEOUT
     max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES
     backlog: int = DEFAULT_BACKLOG
+    # None: a share of max_connections (see unanswered_per_address)
+    max_unanswered_per_address: int | None = None
     server: ServerConfig = field(default_factory=ServerConfig)
 
     def __post_init__(self) -> None:
@@ -376,6 +407,9 @@ class ServeConfig:
         for name in ("max_connections", "max_header_bytes", "backlog"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, not {getattr(self, name)}")
+        unanswered = self.max_unanswered_per_address
+        if unanswered is not None and unanswered < 1:
+            raise ConfigError(f"max_unanswered_per_address must be at least 1, not {unanswered}")
         for name in ("keep_alive_timeout", "header_timeout"):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"{name} must be more than 0 seconds, not {getattr(self, name)}")
@@ -384,6 +418,13 @@ class ServeConfig:
     def from_env(cls, environ: Environ | None = None) -> ServeConfig:
         env = _environ(environ)
         return cls(**_read(env, "serve"), server=ServerConfig.from_env(env))
+
+    def unanswered_per_address(self) -> int:
+        """Connections one client address may hold open before their first answer (per
+        worker): the setting, else a share of ``max_connections``."""
+        if self.max_unanswered_per_address is not None:
+            return self.max_unanswered_per_address
+        return max(1, self.max_connections // UNANSWERED_PER_ADDRESS_SHARE)
 
     def dev_tls_folder(self) -> Path:
         """Where the development CA and certificate are cached."""
@@ -540,20 +581,35 @@ def parse_on_full(name: str, raw: str) -> str:
     return value
 
 
+def _secret_file_text(name: str, raw: str) -> str:
+    path = raw.strip()
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise ConfigError(f"{name}: cannot read {path}: {reason}") from None
+
+
 def parse_secret_file_list(name: str, raw: str) -> tuple[str, ...]:
     """The values held in the file named by ``raw``, separated by commas or new lines: a
     mounted secret (compose ``secrets:``, a Kubernetes Secret volume). The trailing newline
     that editors and ``echo`` add is no part of a value; the file's text is never shown."""
-    path = raw.strip()
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-        raise ConfigError(f"{name}: cannot read {path}: {reason}") from None
+    text = _secret_file_text(name, raw)
     values = tuple(part.strip() for part in re.split(r"[,\r\n]", text) if part.strip())
     if not values:
-        raise ConfigError(f"{name}: {path} holds no value")
+        raise ConfigError(f"{name}: {raw.strip()} holds no value")
     return values
+
+
+def parse_secret_file(name: str, raw: str) -> str:
+    """The one value held in the file named by ``raw`` (a mounted secret), without the blanks
+    and trailing newline around it; the file's text is never shown."""
+    value = _secret_file_text(name, raw).strip()
+    if not value:
+        raise ConfigError(f"{name}: {raw.strip()} holds no value")
+    if "\n" in value or "\r" in value:
+        raise ConfigError(f"{name}: {raw.strip()} must hold one value, on one line")
+    return value
 
 
 # uvicorn's levels: "trace", below debug, logs every connection and ASGI message
@@ -575,6 +631,7 @@ _KINDS: dict[Callable[[str, str], object], str] = {
     parse_on_full: "choice",
     parse_log_format: "choice",
     parse_secret_file_list: "file",
+    parse_secret_file: "file",
 }
 
 
@@ -724,6 +781,10 @@ SETTINGS: tuple[Setting, ...] = (
       "file holding the idempotency MAC keys, separated by commas or lines (a mounted "
       "secret); instead of HANDLER_KIT_IDEMPOTENCY_KEYS",
       file_for="HANDLER_KIT_IDEMPOTENCY_KEYS"),
+    S("HANDLER_KIT_IDEMPOTENCY_REDIS_URL_FILE", "operations", "idempotency_redis_url",
+      parse_secret_file,
+      "file holding the Redis URL (a mounted secret, for a URL with its password); instead "
+      "of HANDLER_KIT_IDEMPOTENCY_REDIS_URL", file_for="HANDLER_KIT_IDEMPOTENCY_REDIS_URL"),
     S("HANDLER_KIT_IDEMPOTENCY_TTL", "operations", "idempotency_ttl", parse_duration,
       "how long an idempotent answer is replayed (seconds, or 30m, 1h...)", "3600"),
     # -- handler-kit serve
@@ -764,6 +825,14 @@ SETTINGS: tuple[Setting, ...] = (
     S("HANDLER_KIT_MAX_HEADER_BYTES", "serve", "max_header_bytes", parse_size,
       "largest request line and headers accepted (then 431; bytes, or 16KiB...)", "32KiB",
       option="--max-header-bytes"),
+    S("HANDLER_KIT_MAX_UNANSWERED_PER_ADDRESS", "serve", "max_unanswered_per_address",
+      parse_positive_int,
+      "connections per worker from one client address (an IPv6 /64) that have not had an "
+      "answer yet, past which a new one from it is answered 429 and closed; behind a reverse "
+      "proxy every connection comes from the proxy: set it to --max-connections and let the "
+      "proxy limit each client (docs/production.md)",
+      f"a {UNANSWERED_PER_ADDRESS_SHARE}th of --max-connections",
+      option="--max-unanswered-per-address"),
     S("HANDLER_KIT_BACKLOG", "serve", "backlog", parse_positive_int,
       "connections the kernel queues for the server before it accepts them",
       str(DEFAULT_BACKLOG)),

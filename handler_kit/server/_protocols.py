@@ -12,6 +12,13 @@ parser uvicorn picks when it is installed, as ``uvicorn[standard]`` does) adds:
   seconds of their first byte, or the request is answered 408 and the connection closed;
 - a head size limit: a request line and headers over ``max_head_bytes`` are answered 431
   (httptools has no limit of its own; uvicorn's ``h11_max_incomplete_event_size`` is h11's);
+- a limit per client address on connections not yet answered (``max_unanswered``): past it, a
+  new connection from that address is answered 429 and closed at once, before it can take one
+  of the worker's ``limit_concurrency`` places. Without it, one address opening a connection
+  per place, each sending a byte now and then, has every other client answered 503, which a
+  runtime reads as "proceed". A connection counts from its opening to its first answer; after
+  that it is a client that got through, bounded by the keep-alive timeout (and the auth
+  failure limit, for one that gets through with a wrong token);
 - JSON bodies on the answers uvicorn gives itself (400 for a request httptools cannot parse,
   503 past ``limit_concurrency``), like every other refusal of the server: a client reads one
   error shape, ``{"error": ..., "message": ...}``.
@@ -24,7 +31,10 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import ipaddress
 import json
+import weakref
+from collections import Counter
 from typing import Any, cast
 
 from uvicorn.protocols.http import flow_control, httptools_impl
@@ -58,6 +68,7 @@ class HttpToolsProtocol(httptools_impl.HttpToolsProtocol):
         keep_alive: float,
         head_timeout: float,
         max_head_bytes: int,
+        max_unanswered: int,
     ) -> None:
         super().__init__(config, server_state, app_state, _loop)
         self.timeout_keep_alive = keep_alive  # type: ignore[assignment]
@@ -69,15 +80,30 @@ class HttpToolsProtocol(httptools_impl.HttpToolsProtocol):
         # since the previous response (when nothing pipelined is queued). Its first byte
         # starts the head timer.
         self.awaiting_head = True
+        self.max_unanswered = max_unanswered
+        self.unanswered = _unanswered_counts(server_state)
+        # the client address this connection counts against until its first answer; None
+        # once answered (or for a peer without an address, a Unix socket)
+        self.counted_as: str | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        address = _address_key(self.client[0]) if self.client else None
+        if address is not None:
+            if self.unanswered[address] >= self.max_unanswered:
+                # not one of the worker's places: the others' count stays as it was
+                self.connections.discard(self)
+                self._refuse(429, _TOO_MANY)
+                return
+            self.unanswered[address] += 1
+            self.counted_as = address
         self.timeout_keep_alive_task = self.loop.call_later(
             self.timeout_keep_alive, self.timeout_keep_alive_handler
         )
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_head_timer()
+        self._uncount()
         super().connection_lost(exc)
 
     # The parser calls these once per request and once per header: the base methods are
@@ -119,6 +145,8 @@ class HttpToolsProtocol(httptools_impl.HttpToolsProtocol):
         _on_headers_complete(self)
 
     def on_response_complete(self) -> None:
+        if self.counted_as is not None:
+            self._uncount()
         _on_response_complete(self)
         # uvicorn arms its keep-alive timer when no pipelined request is queued: then the
         # connection waits for the next request's head
@@ -144,6 +172,16 @@ class HttpToolsProtocol(httptools_impl.HttpToolsProtocol):
         if not self.transport.is_closing():
             self._refuse(408, b"the request line and headers did not arrive in time")
 
+    def _uncount(self) -> None:
+        address = self.counted_as
+        if address is not None:
+            self.counted_as = None
+            left = self.unanswered[address] - 1
+            if left > 0:
+                self.unanswered[address] = left
+            else:  # no entry kept per address ever seen
+                del self.unanswered[address]
+
     def _cancel_head_timer(self) -> None:
         if self.head_timer is not None:
             self.head_timer.cancel()
@@ -165,9 +203,38 @@ class HttpToolsProtocol(httptools_impl.HttpToolsProtocol):
         self.transport.close()
 
 
+_TOO_MANY = b"too many connections from this address are waiting for an answer; retry shortly"
+
+# Per worker (a server state is one worker's), so every connection of a worker sees the same
+# counts; weak, so a server that is gone takes its counts with it.
+_COUNTS: weakref.WeakKeyDictionary[Any, Counter[str]] = weakref.WeakKeyDictionary()
+
+
+def _unanswered_counts(server_state: Any) -> Counter[str]:
+    counts = _COUNTS.get(server_state)
+    if counts is None:
+        counts = _COUNTS[server_state] = Counter()
+    return counts
+
+
+def _address_key(host: str) -> str:
+    """What one client is, for the per-address limit: its IPv4 address, or its IPv6 /64 (one
+    host is commonly given a whole /64, so single IPv6 addresses would cost it nothing)."""
+    if ":" not in host:
+        return host
+    try:
+        address = ipaddress.IPv6Address(host.split("%", 1)[0])
+    except ValueError:
+        return host
+    if address.ipv4_mapped is not None:  # an IPv4 client of a dual-stack socket
+        return str(address.ipv4_mapped)
+    return str(ipaddress.IPv6Network((address, 64), strict=False).network_address) + "/64"
+
+
 _ERRORS = {
     400: "bad_request",
     408: "request_timeout",
+    429: "too_many_connections",
     431: "request_header_fields_too_large",
     503: "service_unavailable",
 }
@@ -197,7 +264,7 @@ async def _service_unavailable(scope: Any, receive: Any, send: Any) -> None:
 
 
 def protocol_class(
-    *, keep_alive: float, head_timeout: float, max_head_bytes: int
+    *, keep_alive: float, head_timeout: float, max_head_bytes: int, max_unanswered: int
 ) -> type[asyncio.Protocol]:
     """What to pass as ``uvicorn.run(http=...)``: uvicorn calls it with each connection's
     arguments, so a partial carries the limits (and pickles into spawned workers)."""
@@ -206,5 +273,6 @@ def protocol_class(
         keep_alive=keep_alive,
         head_timeout=head_timeout,
         max_head_bytes=max_head_bytes,
+        max_unanswered=max_unanswered,
     )
     return cast("type[asyncio.Protocol]", factory)

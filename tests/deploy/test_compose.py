@@ -34,6 +34,9 @@ def test_gates_read_secrets_from_files(compose: dict[str, Any]) -> None:
         mounted = {f"/run/secrets/{s}" for s in svc["secrets"]}
         assert env["HANDLER_KIT_TOKENS_FILE"] in mounted
         assert env["HANDLER_KIT_AUDIT_FILE"] in mounted
+        # the MAC keys of the shared idempotency records, the same file for every gate
+        assert "HANDLER_KIT_IDEMPOTENCY_KEYS" not in env, name
+        assert env["HANDLER_KIT_IDEMPOTENCY_KEYS_FILE"] in mounted
         unknown = [n for n in env if n.startswith("HANDLER_KIT_") and n not in SETTING_NAMES]
         assert not unknown, f"{name}: not settings: {unknown}"
         assert "/readyz" in " ".join(svc["healthcheck"]["test"])

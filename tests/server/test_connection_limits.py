@@ -147,7 +147,12 @@ def test_a_request_head_over_the_size_limit_is_answered_431() -> None:
 def test_past_max_connections_a_request_is_answered_503() -> None:
     port = free_port()
     limit = 5
-    env = limits_env(HANDLER_KIT_MAX_CONNECTIONS=str(limit), HANDLER_KIT_KEEP_ALIVE_TIMEOUT="30")
+    env = limits_env(
+        HANDLER_KIT_MAX_CONNECTIONS=str(limit),
+        HANDLER_KIT_KEEP_ALIVE_TIMEOUT="30",
+        # every connection here is 127.0.0.1's: its share must not refuse them first
+        HANDLER_KIT_MAX_UNANSWERED_PER_ADDRESS=str(limit),
+    )
     with serving(port, env):
         # uvicorn counts the asking connection too: limit - 1 others fill the worker
         with connections(port, limit - 1) as held:
@@ -195,3 +200,146 @@ def test_a_worker_at_its_descriptor_limit_serves_again_once_idle_connections_clo
                     assert time.monotonic() < deadline, server.output()[-2000:]
                     time.sleep(0.2)
             assert response.status_code == 200
+
+
+FLOOD = "127.0.0.2"  # another loopback address: the flood's, apart from the good client's
+
+
+def connect_from(address: str, port: int) -> socket.socket:
+    return socket.create_connection(
+        ("127.0.0.1", port), timeout=DEADLINE, source_address=(address, 0)
+    )
+
+
+def refund_gate_call(port: int) -> httpx.Response:
+    """The refund gate's route, asked about a refund over its limit, from 127.0.0.1."""
+    event = {
+        "session_id": "s1",
+        "transcript_path": "/tmp/t.jsonl",
+        "cwd": "/tmp",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "issue_refund",
+        "tool_input": {"order_id": "4821", "amount": 640},
+        "tool_use_id": "toolu_flood_1",
+    }
+    return httpx.post(
+        f"http://127.0.0.1:{port}/hooks/refund_gate",
+        json=event,
+        headers={"Authorization": f"Bearer {TOKEN}"},
+        timeout=DEADLINE,
+    )
+
+
+def closed_by_server(socks: list[socket.socket], expected: int) -> dict[socket.socket, bytes]:
+    """The sockets the server has closed once ``expected`` of them are (or the deadline
+    passed), with what each received."""
+    closed: dict[socket.socket, bytes] = {}
+    deadline = time.monotonic() + DEADLINE
+    while len(closed) < expected and time.monotonic() < deadline:
+        for sock in socks:
+            if sock in closed or not selectors_ready(sock):
+                continue
+            reply = b""
+            with contextlib.suppress(ConnectionResetError):
+                while chunk := sock.recv(4096):
+                    reply += chunk
+            closed[sock] = reply
+        time.sleep(0.05)
+    return closed
+
+
+def selectors_ready(sock: socket.socket) -> bool:
+    with selectors.DefaultSelector() as selector:
+        selector.register(sock, selectors.EVENT_READ)
+        return bool(selector.select(timeout=0))
+
+
+DENY = {
+    "hookSpecificOutput": {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "deny",
+        "permissionDecisionReason": "Refunds over $500 need a human approver.",
+    }
+}
+
+
+def test_a_flood_from_one_address_leaves_the_gate_answering_other_addresses() -> None:
+    """More connections than the worker takes, all from one address, each sending a byte and
+    no token: past the per-address share (a 4th of 100 by default) each new one is answered
+    429 and closed, and a client at another address gets its gate's deny, not a 503."""
+    port = free_port()
+    env = limits_env(
+        HANDLER_KIT_MAX_CONNECTIONS="100",
+        # neither timer closes a flood connection while the test runs
+        HANDLER_KIT_KEEP_ALIVE_TIMEOUT="60",
+        HANDLER_KIT_HEADER_TIMEOUT="60",
+    )
+    with serving(port, env):
+        flood = [connect_from(FLOOD, port) for _ in range(105)]
+        try:
+            refused = closed_by_server(flood, expected=80)
+            assert len(refused) == 80, len(refused)
+            for reply in refused.values():
+                assert reply.startswith(b"HTTP/1.1 429 "), reply
+                assert json_error(reply) == "too_many_connections"
+            held = [sock for sock in flood if sock not in refused]
+            for sock in held:
+                sock.sendall(b"P")
+            response = refund_gate_call(port)
+            assert response.status_code == 200, response.text
+            assert response.json() == DENY
+            # the 25 the server took are still open: only the surplus was refused
+            time.sleep(0.5)
+            assert not any(selectors_ready(sock) for sock in held)
+        finally:
+            for sock in flood:
+                sock.close()
+
+
+def test_only_connections_not_yet_answered_count_against_their_address() -> None:
+    port = free_port()
+    env = limits_env(
+        HANDLER_KIT_MAX_UNANSWERED_PER_ADDRESS="3", HANDLER_KIT_KEEP_ALIVE_TIMEOUT="60"
+    )
+    with serving(port, env):
+        opened: list[socket.socket] = []
+        try:
+            for _ in range(3):  # answered, and kept open: they no longer count
+                sock = connect_from(FLOOD, port)
+                opened.append(sock)
+                sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                assert sock.recv(4096).startswith(b"HTTP/1.1 200 ")
+            pending = [connect_from(FLOOD, port) for _ in range(3)]
+            opened += pending
+            for sock in pending:
+                sock.sendall(b"GET /healthz HTTP/1.1\r\n")
+            extra = connect_from(FLOOD, port)
+            opened.append(extra)
+            reply = b""
+            while chunk := extra.recv(4096):
+                reply += chunk
+            assert reply.startswith(b"HTTP/1.1 429 "), reply
+            assert json_error(reply) == "too_many_connections"
+            assert answered(port).status_code == 200  # from 127.0.0.1
+            # one of the three is answered: its address has a place again
+            pending[0].sendall(b"Host: 127.0.0.1\r\n\r\n")
+            assert pending[0].recv(4096).startswith(b"HTTP/1.1 200 ")
+            again = connect_from(FLOOD, port)
+            opened.append(again)
+            again.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            assert again.recv(4096).startswith(b"HTTP/1.1 200 ")
+        finally:
+            for sock in opened:
+                sock.close()
+
+
+def test_an_ipv6_client_counts_by_its_64_and_a_mapped_ipv4_one_by_its_address() -> None:
+    """One host is commonly given a whole IPv6 /64: counted per address, it could open its
+    connections from as many addresses as it likes."""
+    from handler_kit.server._protocols import _address_key
+
+    assert _address_key("2001:db8:1:2::5") == _address_key("2001:db8:1:2:ffff::9")
+    assert _address_key("2001:db8:1:2::5") != _address_key("2001:db8:1:3::5")
+    assert _address_key("fe80::1%eth0") == _address_key("fe80::2")
+    assert _address_key("::ffff:127.0.0.2") == "127.0.0.2"
+    assert _address_key("127.0.0.2") == "127.0.0.2"

@@ -311,7 +311,9 @@ def protocol_port() -> Iterator[int]:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
-    http = protocol_class(keep_alive=5.0, head_timeout=5.0, max_head_bytes=MAX_HEAD)
+    http = protocol_class(
+        keep_alive=5.0, head_timeout=5.0, max_head_bytes=MAX_HEAD, max_unanswered=250
+    )
     config = uvicorn.Config(asgi, log_level="error", lifespan="on", http=http)  # type: ignore[arg-type]
     server = uvicorn.Server(config)
     server.config.setup_event_loop = lambda: None  # type: ignore[method-assign]
