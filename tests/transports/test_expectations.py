@@ -1,0 +1,251 @@
+"""The answer every transport gives, written out by hand, for every handler shape.
+
+One table of (case, expected Claude Code JSON) runs over the webhook's two routes
+(``/hooks/h`` and ``/hooks``), the MCP tool, the command hook and the forwarder, for a sync
+handler, an async one that never suspends and an async one that does, each with and without
+an observer (the audit trail) on the server. Nothing here compares one path with another: a
+bug every path shares fails the row it breaks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from handler_kit.config import OperationsConfig, ServerConfig
+from handler_kit.testing import running_server
+from tests.support.apps import expectations
+from tests.support.apps.expectations import BEHAVIOURS, SHAPES
+from tests.support.processes import HANDLER_KIT, REPO, clean_env
+
+TOKEN = "expectations-token-0123456789abcdef"
+
+
+# a fail-closed handler's failure: the event's safe decision, with this reason
+CLOSED = "Blocked by policy: the check 'h' failed, and it is configured to fail closed."
+
+
+def _pre(**fields: Any) -> dict[str, Any]:
+    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", **fields}}
+
+
+# case -> the exact body every transport carries ({} is "no opinion")
+EXPECTED: dict[str, dict[str, Any]] = {
+    "pre_deny": _pre(permissionDecision="deny", permissionDecisionReason="Not on this branch."),
+    "pre_rewrite": _pre(permissionDecision="allow", updatedInput={"command": "ls -la"}),
+    "pre_ask": _pre(permissionDecision="ask", permissionDecisionReason="Really run it?"),
+    "pre_halt": {"continue": False, "stopReason": "Stopped by policy."},
+    "pre_halt_bare": {"continue": False},
+    "pre_nothing": {},
+    "pre_raises_closed": _pre(permissionDecision="deny", permissionDecisionReason=CLOSED),
+    "pre_raises_open": {},
+    "prompt_context": {
+        "hookSpecificOutput": {
+            "hookEventName": "UserPromptSubmit",
+            "additionalContext": "The ticket is HK-1.",
+        }
+    },
+    "prompt_block": {"decision": "block", "reason": "No secrets in prompts."},
+    "post_block": {"decision": "block", "reason": "The output leaked a key."},
+    "stop_block": {"decision": "block", "reason": "Cite the ticket."},
+    # the Stop loop guard: a block while stop_hook_active would keep the agent going forever
+    "stop_block_guarded": {},
+    "stop_halt": {"continue": False, "stopReason": "Out of budget."},
+    # halting is not a block: the guard leaves it alone
+    "stop_halt_guarded": {"continue": False, "stopReason": "Out of budget."},
+    "prompt_raises_closed": {"decision": "block", "reason": CLOSED},
+    "stop_raises": {},
+}
+
+BASE = {"session_id": "s-1", "transcript_path": "/tmp/t.jsonl", "cwd": "/tmp"}
+INPUTS: dict[str, dict[str, Any]] = {
+    "PreToolUse": {
+        **BASE,
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "git push"},
+        "tool_use_id": "toolu_1",
+    },
+    "PostToolUse": {
+        **BASE,
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "cat .env"},
+        "tool_response": {"stdout": "KEY=1"},
+        "tool_use_id": "toolu_2",
+    },
+    "UserPromptSubmit": {**BASE, "hook_event_name": "UserPromptSubmit", "prompt": "hello"},
+    "Stop": {**BASE, "hook_event_name": "Stop", "stop_hook_active": False},
+}
+
+
+def hook_input(case: str) -> dict[str, Any]:
+    event = BEHAVIOURS[case][0]
+    data = dict(INPUTS[event])
+    if case.endswith("_guarded"):
+        data["stop_hook_active"] = True
+    return data
+
+
+def test_every_case_has_an_expectation() -> None:
+    assert set(EXPECTED) == set(BEHAVIOURS)
+
+
+# a fail-open handler's crash: the command hook exits 1, a non-blocking error to the runtime
+CRASHED_OPEN = {"pre_raises_open", "stop_raises"}
+
+
+def command_expectation(case: str) -> tuple[int, dict[str, Any]]:
+    """A command hook for Claude Code: exit 0, the JSON on stdout (nothing for no opinion)."""
+    return (1 if case in CRASHED_OPEN else 0), EXPECTED[case]
+
+
+ROWS = [(case, shape) for case in BEHAVIOURS for shape in SHAPES]
+
+
+def _stdout_json(stdout: bytes) -> dict[str, Any]:
+    text = stdout.decode().strip()
+    return json.loads(text) if text else {}
+
+
+def _command(case: str, shape: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [
+            str(HANDLER_KIT),
+            "command",
+            f"tests.support.apps.expectations:app_{case}_{shape}",
+            "--handler",
+            "h",
+        ],
+        input=json.dumps(hook_input(case)).encode(),
+        capture_output=True,
+        cwd=REPO,
+        env=clean_env(),
+        timeout=60,
+    )
+
+
+@pytest.fixture(scope="module")
+def command_runs() -> dict[tuple[str, str], subprocess.CompletedProcess[bytes]]:
+    """Every row as a command hook, a few processes at a time (each is a Python start-up)."""
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        futures = {row: pool.submit(_command, *row) for row in ROWS}
+        return {row: future.result() for row, future in futures.items()}
+
+
+@pytest.mark.parametrize(("case", "shape"), ROWS)
+def test_command_hook(
+    case: str, shape: str, command_runs: dict[tuple[str, str], subprocess.CompletedProcess[bytes]]
+) -> None:
+    proc = command_runs[case, shape]
+    code, body = command_expectation(case)
+    assert (proc.returncode, _stdout_json(proc.stdout)) == (code, body), proc.stderr.decode()
+
+
+def _mcp_call(url: str, case: str) -> tuple[bool, Any]:
+    """``tools/call h`` over MCP Streamable HTTP: (isError, the JSON answer or the error text)."""
+    headers = {
+        "Authorization": f"Bearer {TOKEN}",
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+    }
+    arguments = hook_input(case)
+    request = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {"name": "h", "arguments": arguments},
+    }
+    response = httpx.post(f"{url}/mcp", json=request, headers=headers, timeout=30)
+    assert response.status_code == 200, response.text
+    text = response.text
+    if response.headers["content-type"].startswith("text/event-stream"):
+        text = next(line[len("data:") :] for line in text.splitlines() if line.startswith("data:"))
+    result = json.loads(text)["result"]
+    answer = result["content"][0]["text"]
+    if result.get("isError"):
+        return True, answer
+    return False, json.loads(answer)
+
+
+@pytest.fixture(scope="module", params=["plain", "observed"])
+def servers(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[tuple[str, str], str]]:
+    """Every app of the table served at once, with or without the audit trail observing."""
+    operations = OperationsConfig()
+    if request.param == "observed":
+        trail = tmp_path_factory.mktemp("trail") / "audit.jsonl"
+        operations = OperationsConfig(audit=(f"jsonl:{trail}",), audit_process=False)
+    config = ServerConfig(tokens=[TOKEN], operations=operations)
+    with contextlib.ExitStack() as stack:
+        urls = {}
+        for case, shape in ROWS:
+            app = getattr(expectations, f"app_{case}_{shape}")
+            server = stack.enter_context(running_server(app, config=config))
+            urls[case, shape] = server.url
+        yield urls
+
+
+@pytest.mark.parametrize(("case", "shape"), ROWS)
+def test_server_transports(case: str, shape: str, servers: dict[tuple[str, str], str]) -> None:
+    url = servers[case, shape]
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    data = hook_input(case)
+    answers = {
+        "/hooks/h": httpx.post(f"{url}/hooks/h", json=data, headers=headers, timeout=30),
+        "/hooks": httpx.post(f"{url}/hooks", json=data, headers=headers, timeout=30),
+    }
+    got = {route: (r.status_code, r.json()) for route, r in answers.items()}
+    got["mcp"] = _mcp_call(url, case)
+    if case in CRASHED_OPEN:
+        failed = {"error": "handler_failed", "message": "the handler failed; see the server log"}
+        want = (500, failed)
+        mcp = (True, "The handler 'h' failed; see the server log.")
+    else:
+        want = (200, EXPECTED[case])
+        mcp = (False, EXPECTED[case])
+    assert got == {"/hooks/h": want, "/hooks": want, "mcp": mcp}
+
+
+@pytest.mark.parametrize("case", list(BEHAVIOURS))
+def test_forwarder(case: str, servers: dict[tuple[str, str], str]) -> None:
+    """The forwarder prints what the server answered, as a command hook would."""
+    url = servers[case, "async_await"]
+    proc = subprocess.run(
+        [str(HANDLER_KIT), "forward", f"{url}/hooks/h", "--timeout", "10"],
+        input=json.dumps(hook_input(case)).encode(),
+        capture_output=True,
+        cwd=REPO,
+        env=clean_env(HANDLER_KIT_TOKEN=TOKEN),
+        timeout=60,
+    )
+    # a server's 500 gives no answer: the forwarder exits 0 with nothing, as a fail-open check
+    # that failed (only a fail-closed route answers its safe decision when the server cannot)
+    assert (proc.returncode, _stdout_json(proc.stdout)) == (0, EXPECTED[case]), proc.stderr.decode()
+
+
+def test_observed_server_recorded(tmp_path: Path) -> None:
+    """The observed variant really observes: its trail has a record per answer."""
+    trail = tmp_path / "audit.jsonl"
+    config = ServerConfig(
+        tokens=[TOKEN], operations=OperationsConfig(audit=(f"jsonl:{trail}",), audit_process=False)
+    )
+    app = expectations.app_stop_block_guarded_async_await  # type: ignore[attr-defined]
+    with running_server(app, config=config) as server:
+        r = httpx.post(
+            f"{server.url}/hooks/h",
+            json=hook_input("stop_block_guarded"),
+            headers={"Authorization": f"Bearer {TOKEN}"},
+        )
+        assert r.json() == {}
+    lines = [json.loads(line) for line in trail.read_text().splitlines()]
+    assert lines, "the audit trail recorded nothing"
