@@ -290,8 +290,9 @@ def call_context(
 
     The same keys as the webhook's (``principal`` set by the server's auth layer,
     ``traceparent`` from the HTTP request), plus the tool name, the JSON-RPC request id and
-    ``mcp_path``: ``"fast"`` or ``"sdk"``, which code answered (for metrics and debugging).
-    """
+    ``mcp_path``: ``"fast"`` or ``"sdk"``, which code answered (for metrics and debugging), or
+    ``"guard"`` for a call the SDK would have refused with an error (a body it cannot read,
+    over the cap, or arguments that are not an object: see ``FastPath.guard``)."""
     context: dict[str, Any] = {
         "principal": None,
         "tool": spec.name,
