@@ -106,6 +106,11 @@ class HookApp(EventDecorators):
         self.committers: tuple[AnswerCommitter, ...] = ()
         # Wrap every handler run, outermost first: idempotency.
         self.wrappers: tuple[HandlerWrapper, ...] = ()
+        # Whether a KeyboardInterrupt raised by a handler is that handler's failure rather than
+        # the end of the run. A command hook gets Ctrl-C as one, wherever its main thread is,
+        # so there it stops the run; a server gets Ctrl-C as a signal, never out of a handler,
+        # so there it is handler code's own (and would otherwise end the server process).
+        self.interrupt_fails = False
         self._asgi: HandlerKitASGI | None = None
 
     def extended(
@@ -114,15 +119,20 @@ class HookApp(EventDecorators):
         observers: Iterable[AnswerObserver] = (),
         wrappers: Iterable[HandlerWrapper] = (),
         committers: Iterable[AnswerCommitter] = (),
+        interrupt_fails: bool | None = None,
     ) -> HookApp:
         """This app with more observers, wrappers (outermost first) and committers, as a new
         HookApp sharing its handlers; this one is left as it was. How the server and the
-        command hook put operations around the answer path without changing the user's app."""
+        command hook put operations around the answer path without changing the user's app.
+        ``interrupt_fails``: see :attr:`interrupt_fails` (the server sets it; unchanged when
+        None)."""
         app = HookApp.__new__(HookApp)
         app.__dict__.update(self.__dict__)
         app.observers = (*self.observers, *observers)
         app.committers = (*self.committers, *committers)
         app.wrappers = (*wrappers, *self.wrappers)
+        if interrupt_fails is not None:
+            app.interrupt_fails = interrupt_fails
         app._asgi = None
         return app
 
@@ -521,8 +531,13 @@ class HookApp(EventDecorators):
     ) -> Invocation:
         """The invocation of a handler run that raised ``exc`` (called in its ``except``), or
         ``exc`` raised again when it stops the run rather than failing the handler (an
-        interrupt, the answering task's cancellation: see ``stops_the_run``)."""
-        if not isinstance(exc, Exception) and stops_the_run(exc):
+        interrupt, the answering task's cancellation: see ``stops_the_run``), unless an
+        interrupt is a handler's failure here (:attr:`interrupt_fails`)."""
+        if (
+            not isinstance(exc, Exception)
+            and stops_the_run(exc)
+            and not (self.interrupt_fails and isinstance(exc, KeyboardInterrupt))
+        ):
             raise exc
         if isinstance(exc, TimeoutError):
             return self._failed(handler, Status.TIMEOUT, TIMEOUT_MESSAGE, started)

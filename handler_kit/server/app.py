@@ -91,8 +91,12 @@ class HandlerKitASGI:
             from handler_kit.ops.idempotency import PRINCIPAL
 
             self._principal = PRINCIPAL
-        # what the transports answer with: the user's app, with the operations around it
-        served = operations.apply(hook_app) if self.operations is not None else hook_app
+        # what the transports answer with: the user's app, with the operations around it. A
+        # server gets Ctrl-C as a signal, never out of a handler: a KeyboardInterrupt a handler
+        # raises is its failure, answered by its policy, and the server stays up.
+        served = hook_app.extended(interrupt_fails=True)
+        if self.operations is not None:
+            served = operations.apply(served)
         if self.operations is not None:
             extensions.append(operations.extension)
         extensions.extend(config.extensions)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import re
 from collections.abc import Iterator, Mapping
 from json.encoder import encode_basestring_ascii
 from typing import Any
@@ -54,6 +55,7 @@ from pydantic_core import from_json, to_json
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from handler_kit.core.app import HookApp
+from handler_kit.core.vocabulary import MAX_INPUT_DEPTH, InputTooDeep, load_json
 from handler_kit.server.mcp.tools import (
     ToolOutcome,
     ToolSpec,
@@ -151,7 +153,12 @@ class FastPath:
     and params checks, using the SDK's own validators where they exist), runs the same
     :func:`run_tool`, and writes the bytes the SDK would write (see :class:`_Template`).
     Anything else, or anything it is unsure of, is handed to the SDK *before* a handler runs,
-    with the body replayed: a handler never runs twice and every error answer is the SDK's own.
+    with the body replayed: a handler never runs twice.
+
+    One kind of request is answered here whether or not the fast path serves the rest
+    (``serve_fast``): a ``tools/call`` the SDK would refuse with an error although the webhook
+    answers it (see :meth:`guard`). A runtime reads an MCP error as "proceed", so a fail-closed
+    tool answers its safe decision there, as its webhook route does.
     """
 
     def __init__(
@@ -162,8 +169,11 @@ class FastPath:
         list_result: mt.ListToolsResult,
         security: TransportSecuritySettings,
         max_body: int,
+        serve_fast: bool = True,
     ) -> None:
         self.server = server
+        # False: every request the SDK can answer is the SDK's; only :meth:`guard` answers here
+        self.serve_fast = serve_fast
         self.hook_app = hook_app
         self.tools = tools
         # The SDK's tools/list handler returns this same object: one source for both paths.
@@ -212,13 +222,19 @@ class FastPath:
                     body: bytes | None = message.get("body", b"")
                     messages = [message]
                 else:
-                    body, messages = await _read_body(_replay([message], receive))
-                if (
-                    body is not None
-                    and len(body) <= self.max_body
-                    and await self.serve(scope, headers, body, send)
-                ):
-                    return
+                    body, messages = await _read_body(_replay([message], receive), self.max_body)
+                if body is not None:
+                    if len(body) <= self.max_body:
+                        if (
+                            self.serve_fast
+                            and _length_ok(headers, self.max_body)
+                            and await self.serve(scope, headers, body, send)
+                        ):
+                            return
+                        if await self.guard(scope, headers, body, send, over=False):
+                            return
+                    elif await self.guard(scope, headers, body[: self.max_body], send, over=True):
+                        return
                 receive = _replay(messages, receive)
         await sdk(scope, receive, send)
 
@@ -296,15 +312,12 @@ class FastPath:
         return found if self.found_ok(found) else None
 
     def found_ok(self, found: dict[bytes, bytes]) -> bool:
-        """Whether the SDK's Content-Type, Accept, Host and Origin checks pass, and the
-        declared length is within the cap."""
+        """Whether the SDK's Content-Type, Accept, Host and Origin checks pass (the length is
+        the caller's to check: a body over the cap may still be :meth:`guard`'s)."""
         content_type = found.get(b"content-type")
         if content_type != _JSON and (
             content_type is None or not content_type.startswith(b"application/json;")
         ):
-            return False
-        length = found.get(b"content-length")
-        if length is None or not length.isdigit() or int(length) > self.max_body:
             return False
         key = (found.get(b"accept"), found.get(b"host"), found.get(b"origin"))
         known = self.checked.get(key)
@@ -439,6 +452,98 @@ class FastPath:
         await send({"type": "http.response.body", "body": body_out})
         return True
 
+    async def guard(
+        self, scope: Scope, headers: dict[bytes, bytes], body: bytes, send: Send, *, over: bool
+    ) -> bool:
+        """Answer a ``tools/call`` the SDK would refuse with an error although the webhook
+        answers it, and return True; otherwise return False having done nothing.
+
+        - A body the SDK cannot read (not JSON, nested too deep) or over the cap (``over``:
+          ``body`` is then its first ``max_body`` bytes), or arguments that are not an object:
+          a fail-closed tool answers its safe decision, as its webhook route does, when the
+          JSON-RPC ``id``, the method and ``params.name`` can be read from what was received
+          (:func:`_scan_envelope`). A runtime reads the SDK's error as "proceed".
+        - A body of the legacy era that only the standard library's parser reads (lone
+          surrogate escapes such as ``"\\udc8f"``, which runtimes do send, as the webhook takes
+          them; the SDK's legacy transport refuses them, its modern one reads them): any tool
+          answers it, with the handler's own decision.
+
+        The answer is written with the SDK's own serializer (:class:`_Template`), as the SDK
+        would write a tool result for the request's protocol version.
+        """
+        era = _era(headers)
+        if era is None:  # a version the SDK refuses anyway: its error
+            return False
+        version, modern = era
+        problem: str | None = None
+        arguments: Any = None
+        found: tuple[int | str, str] | None = None
+        if over:
+            problem = f"body_too_large: the body is over the {self.max_body}-byte limit"
+            found = _scan_envelope(body)
+        else:
+            try:
+                decoded = from_json(body)
+                sdk_reads = True
+            except (ValueError, RecursionError):
+                # the modern transport reads with json.loads, as the webhook does (a byte-order
+                # mark, UTF-16, lone surrogates); the legacy one with pydantic-core
+                sdk_reads = modern
+                try:
+                    decoded = load_json(body)  # the webhook's reading: lone surrogates too
+                except InputTooDeep:
+                    problem = f"too_deep: the body is nested deeper than {MAX_INPUT_DEPTH} levels"
+                except ValueError:
+                    problem = "malformed_json: the body is not valid JSON"
+            if problem is not None:
+                found = _scan_envelope(body)
+            else:
+                call = _tools_call(decoded)
+                if call is None:
+                    return False
+                request_id, name, arguments = call
+                found = (request_id, name)
+                readable = arguments is None or type(arguments) is dict
+                if sdk_reads and readable:
+                    return False  # the SDK's (or the fast path's) to answer
+                if not readable:
+                    problem = "invalid_arguments: the arguments are not an object"
+        if found is None:
+            return False
+        request_id, name = found
+        spec = self.tools.get(name)
+        if spec is None or not _routing_ok(headers, name):
+            return False
+        if problem is not None and not spec.handler.fail_closed:
+            return False  # the SDK's error, as the webhook's 4xx for a handler that fails open
+        try:
+            template = self.template("tools/call", version, modern, is_error=False)
+            error_template = self.template("tools/call", version, modern, is_error=True)
+        except Exception:  # an SDK this module does not know: the SDK answers everything
+            logger.warning("MCP fast path disabled: cannot build response templates", exc_info=True)
+            self.enabled = False
+            return False
+        hook_app = self.hook_app
+        context = call_context(spec, scope, request_id, "guard")
+        if problem is not None:
+            unread = hook_app.answer_unreadable(
+                spec.handler.event, [spec.handler], problem, transport="mcp", context=context
+            )
+            assert unread is not None  # the handler fails closed
+            answered: Any = unread
+        else:
+            answered = await answer_tool(hook_app, spec, arguments, context, owned=True)
+        if not isinstance(answered, ToolOutcome):
+            answered = outcome_of(spec.handler, answered)
+        body_out = (error_template if answered.is_error else template).render(
+            request_id, answered.text
+        )
+        length = (b"content-length", b"%d" % len(body_out))
+        raw = [length, _JSON_TYPE] if modern else [_JSON_TYPE, length]
+        await send({"type": "http.response.start", "status": 200, "headers": raw})
+        await send({"type": "http.response.body", "body": body_out})
+        return True
+
     def admitted(
         self,
         headers: dict[bytes, bytes],
@@ -537,18 +642,150 @@ def _accepts_json(accept: bytes) -> bool:
     return False
 
 
-async def _read_body(receive: Receive) -> tuple[bytes | None, list[Message]]:
-    """Read the whole body, keeping the messages so the SDK can be handed them again."""
+async def _read_body(receive: Receive, limit: int) -> tuple[bytes | None, list[Message]]:
+    """Read the body, keeping the messages so the SDK can be handed them again: the whole
+    body, or what was read once it is past ``limit`` (the rest is left unread)."""
     messages: list[Message] = []
     chunks: list[bytes] = []
+    size = 0
     while True:
         message = await receive()
         messages.append(message)
         if message["type"] != "http.request":
             return None, messages
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
+        chunk = message.get("body", b"")
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit or not message.get("more_body", False):
             return b"".join(chunks), messages
+
+
+def _length_ok(headers: dict[bytes, bytes], limit: int) -> bool:
+    """Whether the declared length is there and within the cap (what the fast path serves)."""
+    length = headers.get(b"content-length")
+    return length is not None and length.isdigit() and int(length) <= limit
+
+
+def _era(headers: dict[bytes, bytes]) -> tuple[str, bool] | None:
+    """The protocol version a request is answered in and whether it is the modern era's, as
+    the SDK reads the header; None for a version the SDK does not speak."""
+    raw = headers.get(b"mcp-protocol-version")
+    if raw is None:
+        return DEFAULT_NEGOTIATED_VERSION, False
+    version = raw.decode("latin-1")
+    if raw in _HANDSHAKE_VERSIONS:
+        return version, False
+    if version in _MODERN_VERSIONS:
+        return version, True
+    return None
+
+
+def _routing_ok(headers: dict[bytes, bytes], name: str) -> bool:
+    """Whether the modern era's routing headers, when sent, say this call."""
+    method = headers.get(b"mcp-method")
+    if method is not None and method != b"tools/call":
+        return False
+    given = headers.get(b"mcp-name")
+    return given is None or decode_header_value(given.decode("latin-1")) == name
+
+
+def _valid_id(value: Any) -> bool:
+    if type(value) is int:
+        return -_MAX_SAFE_ID < value < _MAX_SAFE_ID
+    return type(value) is str
+
+
+def _tools_call(decoded: Any) -> tuple[int | str, str, Any] | None:
+    """(id, tool name, arguments) of a parsed JSON-RPC ``tools/call`` request, else None."""
+    if type(decoded) is not dict or decoded.get("jsonrpc") != "2.0":
+        return None
+    if decoded.get("method") != "tools/call" or not _valid_id(decoded.get("id")):
+        return None
+    params = decoded.get("params")
+    if type(params) is not dict or type(params.get("name")) is not str:
+        return None
+    return decoded["id"], params["name"], params.get("arguments")
+
+
+# A JSON text cut into its tokens, whatever comes after a bad one: a string, one of the
+# structural characters, or a run of anything else (a number, a literal, or garbage). A string
+# cut short by the end of the text is no token.
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|[^\s{}\[\]:,"]+', re.DOTALL)
+_ENVELOPE_FOUND = frozenset({"id", "method", "name"})
+
+
+def _scan_envelope(data: bytes) -> tuple[int | str, str] | None:
+    """The ``id`` and ``params.name`` of a JSON-RPC ``tools/call`` read from the start of a
+    body that does not parse as a whole (invalid inside its arguments, nested too deep, or
+    cut at the body cap), or None when they (and the method) are not all there, whole.
+
+    Values of other members (``arguments``, ``_meta``) are skipped by their brackets and
+    strings, never parsed: what is wrong with the body is inside them. A value at the very end
+    of ``data`` is not taken (a number cut by the cap would be another id).
+    """
+    text = data.decode("utf-8", "replace")
+    tokens = (match.group() for match in _TOKENS.finditer(text))
+    found: dict[str, Any] = {}
+
+    def skip(first: str) -> None:
+        if first not in ("{", "["):
+            return
+        depth = 1
+        for token in tokens:
+            if token in ("{", "["):
+                depth += 1
+            elif token in ("}", "]"):
+                depth -= 1
+                if depth == 0:
+                    return
+
+    def scalar(token: str) -> Any:
+        try:
+            return json.loads(token)
+        except ValueError:
+            return None
+
+    def members(names: frozenset[str], into: str | None) -> bool:
+        """Read an object's members (its ``{`` read): the scalars named, and ``params``'
+        members when ``into`` names it. False when the text ends first."""
+        while True:
+            key = next(tokens, None)
+            if key is None:
+                return False
+            if key == "}":
+                return True
+            if key == ",":
+                continue
+            if next(tokens, None) != ":":
+                return False
+            first = next(tokens, None)
+            if first is None:
+                return False
+            name = scalar(key) if key.startswith('"') else None
+            if name == into and first == "{":
+                if not members(frozenset({"name"}), None):
+                    return False
+            elif name in names and first not in ("{", "["):
+                after = next(tokens, None)
+                if after is None:  # the value may be cut short: not taken
+                    return False
+                found[name] = scalar(first)
+                if after == "}":
+                    return True
+            else:
+                skip(first)
+            if found.keys() >= _ENVELOPE_FOUND:
+                return True
+
+    if next(tokens, None) != "{":
+        return None
+    members(frozenset({"jsonrpc", "id", "method"}), "params")
+    if not found.keys() >= _ENVELOPE_FOUND or found["method"] != "tools/call":
+        return None
+    if found.get("jsonrpc", "2.0") != "2.0" or not _valid_id(found["id"]):
+        return None
+    name = found["name"]
+    return (found["id"], name) if type(name) is str else None
 
 
 def _replay(messages: list[Message], receive: Receive) -> Receive:

@@ -92,6 +92,8 @@ class McpMount:
         self._manager: StreamableHTTPSessionManager | None = None
         self._entered = 0
         # The fast path mirrors the stateless JSON mode only; the other modes are the SDK's.
+        # There it also answers, with the fast path off too, the tool calls the SDK would
+        # refuse with an error that the webhook answers (FastPath.guard).
         self._fast = (
             FastPath(
                 self.server,
@@ -100,8 +102,9 @@ class McpMount:
                 self._list_result,
                 self.security,
                 max_body=max_body_bytes,
+                serve_fast=fast_path,
             )
-            if fast_path and stateless and json_response
+            if stateless and json_response
             else None
         )
         # An object, not a bound method: Starlette's Route treats functions and methods as
@@ -112,7 +115,7 @@ class McpMount:
     def fast_path(self) -> bool:
         """Whether plain tool calls and lists are answered without the SDK's machinery: asked
         for, in the stateless JSON mode, and not turned off by an SDK it cannot mirror."""
-        return self._fast is not None and self._fast.enabled
+        return self._fast is not None and self._fast.serve_fast and self._fast.enabled
 
     @property
     def running(self) -> bool:

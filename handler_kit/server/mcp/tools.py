@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from handler_kit.core.app import HookApp
 from handler_kit.core.events import HookEvent
 from handler_kit.core.matchers import is_match_all
-from handler_kit.core.vocabulary import INPUT_ID_FIELDS, Answer, Handler
+from handler_kit.core.vocabulary import INPUT_ID_FIELDS, Answer, Handler, load_json
 
 __all__ = [
     "FAILED_MESSAGE",
@@ -35,6 +35,7 @@ __all__ = [
     "call_context",
     "outcome_of",
     "run_tool",
+    "structured_fields",
     "tool_description",
     "tool_input_schema",
 ]
@@ -61,12 +62,15 @@ class ToolSpec:
     validate: Callable[[Any], HookEvent] = field(init=False, repr=False, compare=False)
     # None when the matcher matches every value: no test to make
     matches: Callable[[str | None], bool] | None = field(init=False, repr=False, compare=False)
+    # the fields whose value may come as JSON text (see structured_fields)
+    json_fields: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         validator = self.handler.model.__pydantic_validator__
         object.__setattr__(self, "validate", validator.validate_python)
         matches = None if is_match_all(self.handler.matcher) else self.handler.matches
         object.__setattr__(self, "matches", matches)
+        object.__setattr__(self, "json_fields", structured_fields(self.handler.model))
 
     @property
     def name(self) -> str:
@@ -85,12 +89,16 @@ def tool_input_schema(event: str, model: type[HookEvent]) -> dict[str, Any]:
     ``hook_event_name`` is implied by the tool); ``additionalProperties`` stays open so fields
     runtimes add later still reach the handler, as they do on the webhook. The pydantic
     ``anyOf [T, null]`` spelling is folded into ``type: [T, "null"]`` and titles dropped: the
-    schema is read by models and template editors, and the short form is easier on both.
+    schema is read by models and template editors, and the short form is easier on both. A
+    field holding an object or an array admits a string too, its JSON text
+    (:func:`structured_fields`), so a client or SDK checking arguments against the schema
+    lets Claude Code's rendering through.
     """
     raw = model.model_json_schema()
     properties: dict[str, Any] = {}
     for field_name, prop in raw.get("properties", {}).items():
-        properties[field_name] = _compact(prop)
+        compact = _compact(prop)
+        properties[field_name] = _or_text(compact) if _structured(compact) else compact
     properties["hook_event_name"] = {
         "type": "string",
         "description": f"Name of the event; optional, this tool always handles {event}.",
@@ -119,6 +127,51 @@ def _compact(prop: dict[str, Any]) -> dict[str, Any]:
         if isinstance(other.get("type"), str) and set(other) <= _FOLDABLE:
             del out["anyOf"]
             out = {**other, "type": [other["type"], "null"], **out}
+    return out
+
+
+def structured_fields(model: type[HookEvent]) -> tuple[str, ...]:
+    """The fields of ``model`` that hold an object or an array and never a string, which a
+    tool call may also pass as JSON text: Claude Code renders an ``mcp_tool`` hook's
+    whole-value placeholder (``"${tool_input}"``) as text, where Runbear keeps the JSON type.
+    A field that takes any value (``tool_response``) or a string keeps a string as it is."""
+    raw = model.model_json_schema()
+    return tuple(
+        name for name, prop in raw.get("properties", {}).items() if _structured(_compact(prop))
+    )
+
+
+def _kinds(schema: dict[str, Any]) -> set[str]:
+    kinds: set[str] = set()
+    for option in (schema, *schema.get("anyOf", ())):
+        types = option.get("type")
+        kinds.update([types] if isinstance(types, str) else types or ())
+        if "$ref" in option:
+            kinds.add("object")
+    return kinds
+
+
+def _structured(prop: dict[str, Any]) -> bool:
+    """Whether a (compact) property holds an object or an array and never a string."""
+    kinds = _kinds(prop)
+    return bool(kinds & {"object", "array"}) and "string" not in kinds
+
+
+def _or_text(prop: dict[str, Any]) -> dict[str, Any]:
+    """``prop`` admitting its value as JSON text too (see :func:`structured_fields`), so that
+    a client or SDK checking arguments against the schema lets the text through."""
+    out = dict(prop)
+    types = out.get("type")
+    if isinstance(types, list):
+        out["type"] = [types[0], "string", *types[1:]]
+    elif isinstance(types, str):
+        out["type"] = [types, "string"]
+    else:  # an anyOf (or a $ref): one more option
+        options = out.pop("anyOf", None) or [
+            {k: v for k, v in out.items() if k not in ("description", "default")}
+        ]
+        out = {k: v for k, v in out.items() if k in ("description", "default")}
+        out["anyOf"] = [*options, {"type": "string"}]
     return out
 
 
@@ -217,6 +270,10 @@ async def answer_tool(
         data = arguments if owned and type(arguments) is dict else dict(arguments)
     else:
         data = {}
+    for name in spec.json_fields:
+        value = data.get(name)
+        if type(value) is str:
+            data[name] = _from_text(value)
     given = data.get("hook_event_name")
     if given is None:
         data["hook_event_name"] = handler.event
@@ -252,6 +309,16 @@ async def answer_tool(
         logger.exception("answering %s over MCP failed", handler.name)
         return ToolOutcome(FAILED_MESSAGE.format(name=handler.name), is_error=True)
     return answer
+
+
+def _from_text(value: str) -> Any:
+    """The JSON value ``value`` holds (validated as usual next), or ``value`` itself when it
+    holds none (or is nested too deep), for validation to refuse: a fail-closed gate then
+    answers its safe decision."""
+    try:
+        return load_json(value)
+    except ValueError:
+        return value
 
 
 def outcome_of(handler: Handler, answer: Answer) -> ToolOutcome:
@@ -291,8 +358,9 @@ def call_context(
 
     The same keys as the webhook's (``principal`` set by the server's auth layer,
     ``traceparent`` from the HTTP request), plus the tool name, the JSON-RPC request id and
-    ``mcp_path``: ``"fast"`` or ``"sdk"``, which code answered (for metrics and debugging).
-    """
+    ``mcp_path``: ``"fast"`` or ``"sdk"``, which code answered (for metrics and debugging), or
+    ``"guard"`` for a call the SDK would have refused with an error (a body it cannot read,
+    over the cap, or arguments that are not an object: see ``FastPath.guard``)."""
     context: dict[str, Any] = {
         "principal": None,
         "tool": spec.name,

@@ -1,7 +1,9 @@
 """``/mcp`` under the server's body cap and its refusals as JSON, through real uvicorn: a body
-over ``max_body_bytes`` is a 413 on the fast path and through the SDK, declared or streamed;
-the SDK's Host, Origin and Content-Type refusals keep their status with a JSON error body;
-JSON-RPC errors stay the protocol's."""
+over ``max_body_bytes`` is a 413 on the fast path and through the SDK, declared or streamed,
+unless it calls a fail-closed tool whose name and id lie within the cap (that tool's safe
+decision, as on its webhook route: tests/server/mcp/test_unreadable.py); the SDK's Host,
+Origin and Content-Type refusals keep their status with a JSON error body; JSON-RPC errors
+stay the protocol's."""
 
 from __future__ import annotations
 
@@ -27,15 +29,16 @@ HEADERS = {
 }
 
 
-def call(padding: int) -> bytes:
-    """A refund_gate tools/call whose body is ``padding`` bytes longer than a plain one."""
+def call(padding: int, tool: str = "refund_gate") -> bytes:
+    """A tools/call of ``tool`` (the fail-closed refund_gate by default) whose body is
+    ``padding`` bytes longer than a plain one."""
     arguments = {"tool_name": "issue_refund", "tool_input": {"amount": 640, "note": "x" * padding}}
     return json.dumps(
         {
             "jsonrpc": "2.0",
             "id": 1,
             "method": "tools/call",
-            "params": {"name": "refund_gate", "arguments": arguments},
+            "params": {"name": tool, "arguments": arguments},
         }
     ).encode()
 
@@ -64,14 +67,15 @@ def test_a_body_under_the_cap_is_answered(server: RunningServer) -> None:
 
 @pytest.mark.parametrize("size", [CAP + 1, 3 * CAP, 5 * 1024 * 1024])
 def test_a_body_over_the_cap_is_a_json_413(server: RunningServer, size: int) -> None:
-    body = call(size)
+    """For a tool that fails open (the fail-closed gate answers its safe decision)."""
+    body = call(size, "refund_audit_note")
     assert len(body) > CAP
     body_json = error_body(post(server, body), 413, "body_too_large")
     assert f"{CAP}-byte limit" in body_json["message"]
 
 
 def test_a_streamed_body_over_the_cap_is_a_json_413(server: RunningServer) -> None:
-    body = call(4 * CAP)
+    body = call(4 * CAP, "refund_audit_note")
 
     def chunks() -> Iterator[bytes]:  # no Content-Length: sent chunked
         for start in range(0, len(body), 512):

@@ -73,10 +73,11 @@ UNICODE_ARGS = {
 LEGACY_VERSIONS = (None, "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 
 
-def fast_path_corpus() -> list[tuple[str, dict[str, str], bytes, bool | None]]:
+def fast_path_corpus() -> list[tuple[str, dict[str, str], bytes, bool | str | None]]:
     """(label, headers, body, whether the fast path runs the handler: None when no handler
-    runs at all, e.g. arguments the tool refuses)."""
-    cases: list[tuple[str, dict[str, str], bytes, bool | None]] = []
+    runs at all, e.g. arguments the tool refuses; ``"guard"`` when both servers answer a
+    request the SDK would refuse with its fail-closed tool's safe decision)."""
+    cases: list[tuple[str, dict[str, str], bytes, bool | str | None]] = []
     modern_call = modern_headers("tools/call", "refund_gate")
     cases += [
         (
@@ -169,7 +170,7 @@ def fast_path_corpus() -> list[tuple[str, dict[str, str], bytes, bool | None]]:
             "modern args not object",
             modern_call,
             rpc("tools/call", call_params("refund_gate", [1], META)),
-            False,
+            "guard",
         ),
         (
             "modern discover",
@@ -466,6 +467,9 @@ def test_fast_path_answers_exactly_as_the_sdk(twin_servers: Any) -> None:
             assert answers[0] == answers[1], label
             by_fast_server = counter.paths[marks[0] : marks[1]]
             by_sdk_server = counter.paths[marks[1] : marks[2]]
+            if expect_fast == "guard":
+                assert by_fast_server == by_sdk_server == ["guard"], label
+                continue
             if expect_fast and b'"tools/call"' in body:
                 assert by_fast_server == ["fast"], label
             else:
