@@ -58,6 +58,14 @@ NO_HTTP_EVENTS = frozenset({"SessionStart", "Setup"})
 # waits for the server half of it: past the server's own deadline, before the runtime's.
 COMMAND_STARTUP_ALLOWANCE = 1.0
 COMMAND = "handler-kit"
+# Every entry runs the interpreter isolated. ``python -m`` puts the current folder (the
+# project, which the agent can write to) first on sys.path: a json.py or a handler_kit/ folder
+# written there would be imported instead of the real code and could answer "allow", server or
+# no server. ``-I`` leaves it off (and ignores PYTHON* variables and the user's site-packages);
+# ``handler-kit command`` then puts the project folder back at the end of sys.path, after the
+# standard library and site-packages, so the app imports but nothing there can stand in for
+# them (see handler_kit.cli.main).
+PYTHON_FLAGS = ("-I",)
 
 # The runtimes, as handler-kit command --runtime names them (a test keeps the two lists equal).
 CLAUDE_CODE = "claude-code"
@@ -117,7 +125,7 @@ def claude_code_hooks(
     if runtime == "sandbox":
         raise ValueError(
             "the sandbox runtime has no settings file: give each hook the script "
-            f"`{_python_words(python)} -m handler_kit command {module_attr} --handler NAME "
+            f"`{_python_words(python)} -I -m handler_kit command {module_attr} --handler NAME "
             "--runtime sandbox`"
         )
     if base_url is not None and runtime != CLAUDE_CODE:
@@ -183,9 +191,9 @@ class _Place:
         return f"cd {shlex.quote(self.project_dir)}"
 
     def handler_kit(self, *words: str) -> str:
-        """``PYTHON -m handler_kit WORDS... [--runtime R]``, quoted for a shell."""
+        """``PYTHON -I -m handler_kit WORDS... [--runtime R]``, quoted for a shell."""
         runtime = () if self.runtime == CLAUDE_CODE else ("--runtime", self.runtime)
-        line = (self.python, "-m", "handler_kit", *words, *runtime)
+        line = (self.python, *PYTHON_FLAGS, "-m", "handler_kit", *words, *runtime)
         return " ".join(shlex.quote(word) for word in line)
 
 
@@ -350,7 +358,57 @@ def _handler_kit_words(command: str) -> list[str]:
         return words[1:]
     if len(words) >= 3 and words[1:3] == ["-m", "handler_kit"]:
         return words[3:]
+    flags = len(PYTHON_FLAGS)
+    if len(words) >= 3 + flags and words[1 : 3 + flags] == [*PYTHON_FLAGS, "-m", "handler_kit"]:
+        return words[3 + flags :]
     return []
+
+
+def open_form_apps(settings: dict[str, Any]) -> list[str]:
+    """The ``MODULE:ATTR`` of every handler-kit command entry in ``settings`` of a form that
+    lets the project folder stand in for the standard library or handler-kit: the ``python -m
+    handler_kit`` of earlier releases (no ``-I``) or the ``handler-kit`` console script (whose
+    app import puts the project folder first). Each app once, in order of appearance."""
+    found: list[str] = []
+    hooks = settings.get("hooks")
+    if not isinstance(hooks, dict):
+        return found
+    for groups in hooks.values():
+        for group in groups if isinstance(groups, list) else ():
+            entries = group.get("hooks") if isinstance(group, dict) else None
+            for entry in entries if isinstance(entries, list) else ():
+                app = _open_form_app(entry)
+                if app is not None and app not in found:
+                    found.append(app)
+    return found
+
+
+def _open_form_app(entry: Any) -> str | None:
+    if not isinstance(entry, dict) or entry.get("type") != "command":
+        return None
+    command = entry.get("command")
+    if not isinstance(command, str):
+        return None
+    words = _handler_kit_words(command)
+    if not words:
+        return None
+    try:
+        head = shlex.split(command)
+    except ValueError:
+        return None
+    if len(head) >= 3 and head[0] == "cd" and head[2] == "&&":
+        head = head[3:]
+    if len(head) > len(PYTHON_FLAGS) and head[1 : 1 + len(PYTHON_FLAGS)] == list(PYTHON_FLAGS):
+        return None  # the isolated form this release writes
+    if words[:1] == ["command"] and len(words) >= 2:
+        return words[1]
+    if words[:1] == ["forward"]:
+        for i, word in enumerate(words):
+            if word.startswith("--app="):
+                return word[len("--app=") :]
+            if word == "--app" and i + 1 < len(words):
+                return words[i + 1]
+    return None
 
 
 def merge_hooks(
@@ -637,15 +695,17 @@ def install(
     what = f"{count} hook{'s' if count != 1 else ''} of {module_attr}"
     if dry_run:
         raw, settings = read_settings(target)
+        rewritten = _open_form_notes(settings, module_attr, notes)
         _warn_all(notes)
         data = _updated(path, raw, settings, block, module_attr)
         if data is None:
             return f"{path} already has the {what}; nothing written"
         _print_diff(path, raw, data)
-        return f"dry run: {path} would get the {what}; nothing written"
+        return f"dry run: {path} would get the {what}{rewritten}; nothing written"
     with _SettingsFolder(target, create=True) as folder, folder.locked():
         raw = folder.read()  # under the lock: what the install before this one wrote
         settings = _parse_settings(path, raw)
+        rewritten = _open_form_notes(settings, module_attr, notes)
         _warn_all(notes)
         data = _updated(path, raw, settings, block, module_attr)
         if data is None:
@@ -653,7 +713,28 @@ def install(
         backup = folder.write(data, backup=raw)
     if backup is None:
         return f"created {path} with the {what}"
-    return f"installed the {what} into {path} (previous version: {backup})"
+    return f"installed the {what} into {path}{rewritten} (previous version: {backup})"
+
+
+def _open_form_notes(settings: dict[str, Any], module_attr: str, notes: list[str]) -> str:
+    """Tell about entries of the earlier, open form: ``module_attr``'s are rewritten (the
+    words returned, for the outcome line), another app's are a warning in ``notes``."""
+    rewritten = ""
+    for app in open_form_apps(settings):
+        if app == module_attr:
+            rewritten = (
+                ", rewriting its entries of the earlier form (python without -I: a file the "
+                "agent writes into the project, such as json.py or handler_kit/, was imported "
+                "in their place and could answer for them)"
+            )
+        else:
+            notes.append(
+                f"the entries of {app} are of the earlier form (python without -I): a file the "
+                "agent writes into the project, such as json.py or handler_kit/, is imported in "
+                f"their place and can answer for them; reinstall them (handler-kit install {app} "
+                "...)"
+            )
+    return rewritten
 
 
 def _warn_all(warnings: list[str]) -> None:

@@ -44,7 +44,8 @@ GATES = {"refund_gate", "prompt_policy"}
 def command_line(target: str, handler: str) -> str:
     """The command line installed for one handler, spelled out by hand."""
     line = (
-        f'cd "$CLAUDE_PROJECT_DIR" && {PYTHON} -m handler_kit command {target} --handler {handler}'
+        f'cd "$CLAUDE_PROJECT_DIR" && {PYTHON} -I -m handler_kit command {target} '
+        f"--handler {handler}"
     )
     if handler in GATES:
         reason = (
@@ -171,6 +172,8 @@ def test_is_ours_only_matches_this_app() -> None:
         f"{python} -m handler_kit command {TARGET} --handler x || {{ echo 'x' >&2; exit 2; }}",
         f"{python} -m handler_kit forward https://h/hooks/x --app {TARGET} --fail-closed",
         f"/usr/bin/python3 -m handler_kit forward https://h/hooks/x --app={TARGET}",
+        f'cd "$CLAUDE_PROJECT_DIR" && {python} -I -m handler_kit command {TARGET} --handler x',
+        f"{python} -I -m handler_kit forward https://h/hooks/x --app {TARGET} --fail-closed",
     ):
         assert is_ours({"type": "command", "command": command}, TARGET), command
     for command in (

@@ -410,11 +410,11 @@ def test_forward_imports_only_the_standard_library(nothing_listening: str) -> No
 
 
 def test_python_m_handler_kit_forward(nothing_listening: str) -> None:
-    """The form install writes: the interpreter's absolute path, -m handler_kit."""
+    """The form install writes: the interpreter's absolute path, -I -m handler_kit."""
     result = forward(
         nothing_listening,
         "--fail-closed",
         stdin=REFUND,
-        program=[sys.executable, "-m", "handler_kit"],
+        program=[sys.executable, "-I", "-m", "handler_kit"],
     )
     assert result.json() == deny(outage_reason("connection refused"))
