@@ -341,6 +341,12 @@ def _ask(
         what = f"HTTP {status}" + (f" ({detail})" if detail else "")
         if status == 401 and not token:
             what += f"; ${args.token_env} is not set"
+        if status == 404 and "/hooks" not in target.path:
+            # a server's base URL given where a handler route is meant: say which URL is
+            what += (
+                f"; {target.url} is not a hook route: give the server's URL with /hooks (every "
+                "handler) or /hooks/NAME (one handler), or the base URL with --handler NAME"
+            )
         raise Failure(what)
     if not answer.strip():
         return {}  # a 2xx with no body: no opinion, as for an http hook

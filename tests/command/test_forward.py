@@ -418,3 +418,20 @@ def test_python_m_handler_kit_forward(nothing_listening: str) -> None:
         program=[sys.executable, "-I", "-m", "handler_kit"],
     )
     assert result.json() == deny(outage_reason("connection refused"))
+
+
+def test_a_base_url_without_the_hook_route_says_what_is_missing(server: str) -> None:
+    """The server's base URL answers 404: the forwarder says the URL needs its hook route,
+    and a fail-closed gate still answers its safe decision."""
+    hint = "is not a hook route: give the server's URL with /hooks (every handler) or /hooks/NAME"
+    open_ = forward(server, stdin=REFUND)
+    assert (open_.code, open_.stdout) == (0, b"")
+    one_line(open_, "HTTP 404", hint, "no answer given")
+    closed = forward(f"{server}/", "--fail-closed", stdin=REFUND)
+    assert closed.code == 0
+    what = closed.json()["hookSpecificOutput"]["permissionDecisionReason"]
+    assert what.startswith("Blocked by policy: the hook server did not answer (HTTP 404")
+    assert hint in what
+    one_line(closed, "answered the fail-closed deny")
+    every = forward(f"{server}/hooks", "--fail-closed", stdin=REFUND)
+    assert every.json() == deny(hook_app.REFUND_DENY)
