@@ -277,6 +277,34 @@ def fail_open_warnings(
     return warnings
 
 
+def setup_notes(
+    *, runtime: str = CLAUDE_CODE, base_url: str | None = None, via: str | None = None
+) -> list[str]:
+    """What the runtime needs before the entries work, and what happens without it: the
+    client token an entry that calls a server sends, and Codex's trust review."""
+    notes = []
+    name = RUNTIME_NAMES.get(runtime, runtime)
+    if via is not None or base_url is not None:
+        without = (
+            "without it the server answers 401: a fail-closed gate denies every call and the "
+            "other hooks give no answer"
+        )
+        if via is None:
+            without = f"without it the server answers 401 and {name} lets every call run"
+        notes.append(
+            f"the entries send the bearer token in ${TOKEN_ENV}: set it where {name} runs, to "
+            f"one of the server's tokens (the server reads them from HANDLER_KIT_TOKENS); "
+            f"{without}"
+        )
+    if runtime == "codex":
+        notes.append(
+            "Codex skips every hook nobody has trusted, a first install included, and says "
+            "nothing: review and trust these in the Codex TUI with /hooks (a headless run: codex "
+            "exec --dangerously-bypass-hook-trust); a changed hook needs trusting again"
+        )
+    return notes
+
+
 def _python_words(python: str | None) -> str:
     return shlex.quote(python or sys.executable)
 
@@ -691,6 +719,7 @@ def install(
         warn=notes.append,
     )
     notes += fail_open_warnings(app, runtime=runtime, base_url=base_url, via=via)
+    notes += setup_notes(runtime=runtime, base_url=base_url, via=via)
     count = sum(len(groups) for groups in block.values())
     what = f"{count} hook{'s' if count != 1 else ''} of {module_attr}"
     if dry_run:

@@ -339,8 +339,13 @@ def _ask(
     if not 200 <= status < 300:
         detail = _error_message(answer)
         what = f"HTTP {status}" + (f" ({detail})" if detail else "")
-        if status == 401 and not token:
-            what += f"; ${args.token_env} is not set"
+        if status == 401:
+            # the client's one token and the server's list have different names: say which
+            what += (
+                f"; ${args.token_env} is not set"
+                if not token
+                else f"; ${args.token_env} is not one of the server's HANDLER_KIT_TOKENS"
+            )
         if status == 404 and "/hooks" not in target.path:
             # a server's base URL given where a handler route is meant: say which URL is
             what += (

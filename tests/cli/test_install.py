@@ -139,6 +139,9 @@ def test_codex_names_the_project_directory(project: Path) -> None:
         cwd=project,
     )
     assert http.returncode == 1 and "Codex runs no http hooks" in http.stderr
+    # Codex runs no hook nobody trusted, a first install's included: said, with the way out
+    assert "Codex skips every hook nobody has trusted, a first install included" in done.stderr
+    assert "/hooks" in done.stderr and "--dangerously-bypass-hook-trust" in done.stderr
 
 
 def test_install_from_a_subdirectory_imports_from_the_project(project: Path) -> None:
@@ -239,6 +242,12 @@ def test_via_writes_forwarders_that_fail_closed(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     gate = entry(settings, "/hooks/refund_gate")
     assert gate["timeout"] == 4
+    # the entries need the client token where the runtime runs: said when installing
+    assert (
+        "the entries send the bearer token in $HANDLER_KIT_TOKEN: set it where Claude Code "
+        "runs, to one of the server's tokens (the server reads them from HANDLER_KIT_TOKENS); "
+        "without it the server answers 401: a fail-closed gate denies every call"
+    ) in done.stderr
     assert gate["command"] == (
         f"{sys.executable} -I -m handler_kit forward {base}/hooks/refund_gate --app {COMMAND_APP} "
         "--timeout 3.5 --fail-closed || { echo 'Blocked by policy: the check refund_gate could "

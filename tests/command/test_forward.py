@@ -134,7 +134,12 @@ def test_a_rejected_token_is_a_failure(server: str) -> None:
     wrong = forward(gate, "--fail-closed", stdin=REFUND, token="not-the-token-0123456789")
     assert wrong.code == 0
     assert "HTTP 401" in wrong.json()["hookSpecificOutput"]["permissionDecisionReason"]
-    one_line(wrong, "HTTP 401", "answered the fail-closed deny")
+    one_line(
+        wrong,
+        "HTTP 401",
+        "$HANDLER_KIT_TOKEN is not one of the server's HANDLER_KIT_TOKENS",
+        "answered the fail-closed deny",
+    )
     missing = forward(gate, stdin=REFUND, token=None)
     assert (missing.code, missing.stdout) == (0, b"")
     one_line(missing, "HTTP 401", "$HANDLER_KIT_TOKEN is not set", "no answer given")
