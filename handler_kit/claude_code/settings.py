@@ -550,6 +550,106 @@ def render_settings(data: dict[str, Any], original: bytes | None) -> bytes:
     return text.encode()
 
 
+def splice_hooks(raw: bytes, hooks: Any) -> bytes | None:
+    """``raw`` (a settings file's JSON object) with the value of its ``hooks`` key replaced by
+    ``hooks``, or a ``hooks`` key added after its last member; every other byte as it was.
+
+    The file is the user's: a hand-written one-line ``"permissions"`` stays one line, their key
+    order, spacing and escapes stay theirs. Only the ``hooks`` value is written out, in the
+    file's indentation. None when the text is not laid out as this expects (it is then written
+    out whole).
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    text = text[len(bom) :]
+    members = _members(text)
+    if members is None:
+        return None
+    named = [m for m in members if m[0] == "hooks"]
+    if named:  # json.loads keeps the last of duplicate keys; so does this
+        _, key_start, value_start, value_end = named[-1]
+        indent = _line_indent(text, key_start)
+        value = _dumps_at(hooks, indent, _indent_unit(text, indent))
+        return (bom + text[:value_start] + value + text[value_end:]).encode()
+    if not members:
+        return None  # ``{}``: written out whole
+    _, key_start, _, last_end = members[-1]
+    indent = _line_indent(text, key_start)
+    value = _dumps_at(hooks, indent, _indent_unit(text, indent))
+    # after the last member: on a line of its own, or on the object's line as the others are
+    added = f', "hooks": {value}' if indent is None else f',\n{indent}"hooks": {value}'
+    return (bom + text[:last_end] + added + text[last_end:]).encode()
+
+
+def _skip(text: str, at: int) -> int:
+    """Past the JSON whitespace at ``at``."""
+    while text[at : at + 1] in (" ", "\t", "\n", "\r") and at < len(text):
+        at += 1
+    return at
+
+
+def _members(text: str) -> list[tuple[str, int, int, int]] | None:
+    """The top-level members of the JSON object ``text``: (key, key start, value start, value
+    end) each; None if it is not one object."""
+    decoder = json.JSONDecoder()
+    members: list[tuple[str, int, int, int]] = []
+    at = _skip(text, 0)
+    if text[at : at + 1] != "{":
+        return None
+    at = _skip(text, at + 1)
+    if text[at : at + 1] == "}":
+        return members
+    try:
+        while True:
+            key_start = at
+            key, at = decoder.raw_decode(text, at)
+            if not isinstance(key, str):
+                return None
+            at = _skip(text, at)
+            if text[at : at + 1] != ":":
+                return None
+            value_start = _skip(text, at + 1)
+            _, value_end = decoder.raw_decode(text, value_start)
+            members.append((key, key_start, value_start, value_end))
+            at = _skip(text, value_end)
+            if text[at : at + 1] == ",":
+                at = _skip(text, at + 1)
+            elif text[at : at + 1] == "}":
+                return members
+            else:
+                return None
+    except (ValueError, RecursionError):
+        return None
+
+
+def _line_indent(text: str, at: int) -> str | None:
+    """The whitespace before ``at`` on its line, or None when something else precedes it."""
+    line_start = text.rfind("\n", 0, at) + 1
+    before = text[line_start:at]
+    return before if not before.strip(" \t") else None
+
+
+def _indent_unit(text: str, member_indent: str | None) -> str:
+    """One level of the file's indentation: a member's own (they sit one level in), else the
+    first indented line's, else two spaces."""
+    if member_indent:
+        return member_indent
+    for line in text.splitlines()[1:]:
+        stripped = line.lstrip(" \t")
+        if stripped and stripped != line:
+            return line[: len(line) - len(stripped)]
+    return "  "
+
+
+def _dumps_at(value: Any, indent: str | None, unit: str) -> str:
+    """``value`` as JSON for a member at ``indent``: nested lines indented under it."""
+    text = json.dumps(value, indent=unit, ensure_ascii=False)
+    return text.replace("\n", "\n" + (indent or ""))
+
+
 def write_atomically(path: str, data: bytes, *, backup: bytes | None) -> str | None:
     """Replace ``path`` with ``data`` in one step (temp file in the same folder, fsync,
     ``os.replace``), keeping the file's mode; write ``backup`` to ``PATH.bak`` first, with the
@@ -785,6 +885,10 @@ def _updated(
             del updated["hooks"]
         if raw is not None and _same(updated, settings):
             return None
+        if raw is not None:
+            spliced = splice_hooks(raw, updated["hooks"])
+            if spliced is not None:
+                return spliced
         return render_settings(updated, raw)
     except RecursionError:  # a file json.loads could read may still be too deep to write
         raise _too_deep(path) from None
