@@ -99,6 +99,7 @@ def claude_code_hooks(
     project_dir: str | None = None,
     python: str | None = None,
     warn: Callable[[str], None] | None = None,
+    mcp_server: str | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
     """The ``hooks`` block of a Claude Code settings.json for ``app``.
 
@@ -110,6 +111,10 @@ def claude_code_hooks(
     running the app (``python -m handler_kit command MODULE:ATTR --handler NAME``, from the
     project directory). SessionStart and Setup handlers are never http hooks, since Claude
     Code does not call http hooks for them.
+
+    ``mcp_server`` (with ``base_url``) makes ``mcp_tool`` hooks instead of http ones: each
+    calls the handler's tool on the MCP server Claude Code knows by that name, which
+    :func:`claude_code_mcp_server` describes.
 
     ``runtime`` names the runtime the block is for (``claude-code``, ``codex``, ``posit``): its
     dialect and its project directory variable; Codex sets none, so its entries change to
@@ -128,15 +133,21 @@ def claude_code_hooks(
             f"`{_python_words(python)} -I -m handler_kit command {module_attr} --handler NAME "
             "--runtime sandbox`"
         )
+    if mcp_server is not None:
+        if base_url is None:
+            raise ValueError(
+                "mcp_tool hooks need the server's base URL (its MCP endpoint is URL/mcp)"
+            )
+        _check_server_name(mcp_server)
     if base_url is not None and runtime != CLAUDE_CODE:
         raise ValueError(
             f"{RUNTIME_NAMES[runtime]} runs no http hooks: use --via URL (a command hook "
             "forwarding to the server) or command hooks"
         )
     if base_url is not None:
-        base_url = _check_base_url(base_url)
+        base_url = check_base_url(base_url)
     if via is not None:
-        via = _check_base_url(via)
+        via = check_base_url(via)
     _check_module_attr(module_attr)
     if warn is None:
         warn = _warn_stderr
@@ -146,12 +157,15 @@ def claude_code_hooks(
         if via is not None:
             entry = _forward_entry(handler, module_attr, via, place, fail_closed)
         elif base_url is not None and handler.event in NO_HTTP_EVENTS:
+            kind = "mcp_tool hooks before MCP servers connect" if mcp_server else "http hooks"
             warn(
-                f"{handler.event} handler {handler.name!r}: Claude Code does not call http "
-                f"hooks on {handler.event}; written as a command hook instead (it needs "
+                f"{handler.event} handler {handler.name!r}: Claude Code does not call {kind} "
+                f"on {handler.event}; written as a command hook instead (it needs "
                 f"handler-kit installed where Claude Code runs)"
             )
             entry = _command_entry(handler, module_attr, place)
+        elif mcp_server is not None:
+            entry = _mcp_tool_entry(handler, mcp_server)
         elif base_url is not None:
             entry = _http_entry(handler, module_attr, base_url)
         else:
@@ -172,6 +186,38 @@ def _http_entry(handler: Handler, module_attr: str, base_url: str) -> dict[str, 
         "allowedEnvVars": [TOKEN_ENV],
         "timeout": _number(handler.timeout),
     }
+
+
+def _mcp_tool_entry(handler: Handler, server: str) -> dict[str, Any]:
+    """An ``mcp_tool`` hook calling the handler's tool (named after the handler) with every
+    field its schema declares, each filled from the hook input's field of the same name."""
+    # The tool's fields, as the MCP server declares them (runbear.generate.tool_input_fields;
+    # a test holds the two together: these layers do not import each other).
+    fields = ["hook_event_name", *(n for n in handler.model.model_fields if n != "hook_event_name")]
+    return {
+        "type": "mcp_tool",
+        "server": server,
+        "tool": handler.name,
+        "input": {name: f"${{{name}}}" for name in fields},
+        "timeout": _number(handler.timeout),
+    }
+
+
+def claude_code_mcp_server(base_url: str) -> dict[str, Any]:
+    """The ``mcpServers`` entry (``.mcp.json``) for the server at ``base_url``: its MCP
+    endpoint over http, with the client token Claude Code expands from its environment."""
+    return {
+        "type": "http",
+        "url": f"{check_base_url(base_url)}/mcp",
+        "headers": {"Authorization": f"Bearer ${{{TOKEN_ENV}}}"},
+    }
+
+
+def _check_server_name(name: str) -> None:
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", name):
+        raise ValueError(
+            f"an MCP server name is letters, digits, '_' and '-' (like refund-gate), got {name!r}"
+        )
 
 
 class _Place:
@@ -314,7 +360,9 @@ def _number(value: float) -> int | float:
     return int(value) if float(value).is_integer() else value
 
 
-def _check_base_url(base_url: str) -> str:
+def check_base_url(base_url: str) -> str:
+    """``base_url`` without a final slash; ValueError with a one-line message when it is not
+    an http(s) URL a hook can call."""
     from urllib.parse import urlsplit
 
     parts = urlsplit(base_url)
