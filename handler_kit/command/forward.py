@@ -344,7 +344,8 @@ def _ask(
             what += (
                 f"; ${args.token_env} is not set"
                 if not token
-                else f"; ${args.token_env} is not one of the server's HANDLER_KIT_TOKENS"
+                else f"; the server did not accept ${args.token_env} (check it against the "
+                "server's HANDLER_KIT_TOKENS or its JWT settings)"
             )
         if status == 404 and "/hooks" not in target.path:
             # a server's base URL given where a handler route is meant: say which URL is

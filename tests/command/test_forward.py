@@ -137,7 +137,8 @@ def test_a_rejected_token_is_a_failure(server: str) -> None:
     one_line(
         wrong,
         "HTTP 401",
-        "$HANDLER_KIT_TOKEN is not one of the server's HANDLER_KIT_TOKENS",
+        "the server did not accept $HANDLER_KIT_TOKEN (check it against the server's "
+        "HANDLER_KIT_TOKENS",
         "answered the fail-closed deny",
     )
     missing = forward(gate, stdin=REFUND, token=None)
