@@ -370,3 +370,24 @@ def test_files_written_into_the_project_cannot_answer_for_the_gate(
     assert denied(down, OUTAGE_DENY), (down.stdout, down.stderr)
     alone = as_the_runtime_runs_it(lines["--command"], project, **variables)
     assert denied(alone), (alone.stdout, alone.stderr)
+
+
+def test_the_import_check_runs_with_the_entries_flags(project: Path, tmp_path: Path) -> None:
+    """An app that imports only through PYTHONPATH would fail in the isolated (-I) hook: the
+    import check runs isolated too, so it is refused before anything is written."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "elsewherehooks.py").write_text(GATE_APP)
+    settings = project / ".claude" / "settings.json"
+    refused = subprocess.run(
+        [str(HANDLER_KIT), "install", "elsewherehooks:app", "--settings", str(settings)],
+        capture_output=True,
+        text=True,
+        cwd=project,
+        env=env(PYTHONPATH=str(lib)),
+        timeout=120,
+    )
+    assert refused.returncode == 1, refused.stderr
+    assert "no module named 'elsewherehooks'" in refused.stderr
+    assert f"{sys.executable} -I, in {project}" in refused.stderr
+    assert not settings.exists()
