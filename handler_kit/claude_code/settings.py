@@ -12,7 +12,7 @@ forward URL/hooks/NAME``). Codex (``hooks.json``) and Posit Assistant
 
 A command the runtime cannot run is a hook that lets everything through: the runtimes read
 exit 127 or a failed import as a non-blocking error. So a command entry names the interpreter
-by its absolute path (``/path/to/python -m handler_kit``, not a ``handler-kit`` looked up on
+by its absolute path (``/path/to/python -I -m handler_kit``, not a ``handler-kit`` looked up on
 a ``PATH`` the runtime may not have), runs from the project directory (``cd
 "$CLAUDE_PROJECT_DIR"``; Posit's ``$PA_PROJECT_DIR``; Codex sets neither, so its absolute
 path), with every path quoted for the shell; and a fail-closed gate's entry exits 2 when
@@ -21,10 +21,11 @@ handler-kit itself cannot run, which every runtime reads as a block.
 Which entries are ours: Claude Code validates handler fields, and runtimes that share its
 settings files skip handlers with fields they do not know (Posit Assistant does), so no marker
 field is added to a handler. Instead each entry identifies itself with documented fields only:
-a command hook by its command line (``... -m handler_kit command MODULE:ATTR ...``, the
-``handler-kit command MODULE:ATTR ...`` of earlier releases, or ``... forward ... --app
-MODULE:ATTR``), an http hook by an ``X-Handler-Kit-App: MODULE:ATTR`` request header (headers
-are free-form; the server ignores it). ``install`` replaces exactly the entries of the same
+a command hook by its command line (``... -I -m handler_kit command MODULE:ATTR ...``, the
+``-m handler_kit`` without ``-I`` and the ``handler-kit command MODULE:ATTR ...`` of earlier
+releases, or ``... forward ... --app MODULE:ATTR``), an http hook by an
+``X-Handler-Kit-App: MODULE:ATTR`` request header (headers are free-form; the server ignores
+it). ``install`` replaces exactly the entries of the same
 ``MODULE:ATTR`` and nothing else.
 """
 
@@ -108,7 +109,7 @@ def claude_code_hooks(
     command hooks that forward to those routes (``handler-kit forward``), which answer a
     fail-closed gate's safe decision when the server cannot (every handler's, with
     ``fail_closed``); otherwise, or with ``command=True``, every handler is a ``command`` hook
-    running the app (``python -m handler_kit command MODULE:ATTR --handler NAME``, from the
+    running the app (``python -I -m handler_kit command MODULE:ATTR --handler NAME``, from the
     project directory). SessionStart and Setup handlers are never http hooks, since Claude
     Code does not call http hooks for them.
 
@@ -395,9 +396,10 @@ def _warn_stderr(message: str) -> None:
 def is_ours(entry: Any, module_attr: str) -> bool:
     """True when a settings hook entry was written by handler-kit for ``module_attr``.
 
-    A command hook whose command line, after an optional ``cd DIR &&``, runs ``PYTHON -m
-    handler_kit command MODULE:ATTR`` or ``handler-kit command MODULE:ATTR`` (the form of
-    earlier releases; any path to either, any further options), or ``... forward ... --app
+    A command hook whose command line, after an optional ``cd DIR &&``, runs ``PYTHON -I -m
+    handler_kit command MODULE:ATTR``, or ``PYTHON -m handler_kit command MODULE:ATTR`` or
+    ``handler-kit command MODULE:ATTR`` (the forms of earlier releases; any path to either,
+    any further options), or ``... forward ... --app
     MODULE:ATTR``; or an http hook carrying ``X-Handler-Kit-App: MODULE:ATTR``.
     """
     if not isinstance(entry, dict):
