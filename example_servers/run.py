@@ -1,6 +1,9 @@
 """``make run``: serve an example app on HOST:PORT, with a token generated when none is set.
 
-Prints a ready-to-paste curl command, then runs ``handler-kit serve``. The curl carries the
+Prints a ready-to-paste curl command, then runs ``handler-kit serve``. A port it cannot listen
+on is refused first, before anything is printed, in ``make``'s terms (``make run PORT=9000``):
+serve's own refusal would come after the curl, and tell to pass ``--port``, which ``make run``
+has no way to take. The curl carries the
 token only when this script generated it: a token set in ``HANDLER_KIT_TOKENS`` is the
 user's own, possibly a production one, and a container's log is no place for it, so the curl
 shows a placeholder instead.
@@ -13,6 +16,8 @@ import os
 import sys
 
 from handler_kit.auth import generate_token
+from handler_kit.cli.serve import port_problem
+from handler_kit.config import ConfigError, parse_port
 
 # short name -> (MODULE:ATTR, route and event of the curl printed at start)
 EXAMPLES = {
@@ -43,6 +48,24 @@ Try it:
 """
 
 
+def listen_problem(host: str, raw_port: str) -> str | None:
+    """Why ``handler-kit serve`` would refuse ``HOST`` and ``PORT``, said with ``make``'s
+    variables; None when it can listen there."""
+    try:
+        port = parse_port("PORT", raw_port)
+    except ConfigError as exc:
+        return f"{exc}; choose one: make run PORT=9000"
+    problem = port_problem(host, port)
+    if problem is None:
+        return None
+    # serve's advice is its options; make passes HOST and PORT
+    reason, _, advice = problem.partition("; pass ")
+    other = 9001 if port == 9000 else 9000
+    if "--host" in advice:
+        return f"{reason}; choose another: make run HOST=127.0.0.1 PORT={other}"
+    return f"{reason}; choose another: make run PORT={other}"
+
+
 def main(argv: list[str]) -> int:
     name = argv[0] if argv else "refund_gate"
     if name not in EXAMPLES:
@@ -52,6 +75,10 @@ def main(argv: list[str]) -> int:
     target, route, event = EXAMPLES[name]
     host = os.environ.get("HOST", "127.0.0.1")
     port = os.environ.get("PORT", "8000")
+    problem = listen_problem(host, port)
+    if problem is not None:
+        print(f"make run: {problem}", file=sys.stderr)
+        return 2
     if os.environ.get("HANDLER_KIT_TOKENS", "").strip():
         token = shown = USER_TOKEN
     else:

@@ -121,7 +121,7 @@ def _yaml(path: Path, text: str) -> Any:
         data = yaml.safe_load(text)
         size = _expanded_size(data, {}, set())
     except yaml.YAMLError as exc:
-        raise CaseFileError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
+        raise CaseFileError(_yaml_error(path, text, exc)) from None
     except RecursionError:
         raise CaseFileError(f"{path}: not valid YAML: nested too deeply") from None
     except _SelfReference:
@@ -138,6 +138,25 @@ def _yaml(path: Path, text: str) -> Any:
     except (TypeError, ValueError) as exc:
         raise CaseFileError(f"{path}: a value is not JSON ({exc}); quote dates and times") from None
     return data
+
+
+def _yaml_error(path: Path, text: str, exc: Exception) -> str:
+    """Where the YAML is wrong (file, line, column), in a sentence, then the line itself and
+    a caret under the column, as Python shows a syntax error."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
+    context = getattr(exc, "context", None)
+    if context:
+        problem = f"{problem} ({' '.join(str(context).split())})"
+    if mark is None:
+        return f"{path}: not valid YAML: {problem}"
+    line, column = mark.line + 1, mark.column + 1
+    message = f"{path}, line {line}, column {column}: not valid YAML: {problem}"
+    lines = text.splitlines()
+    if 0 < line <= len(lines):
+        source = lines[line - 1].expandtabs(1)
+        message += f"\n    {source}\n    {' ' * mark.column}^"
+    return message
 
 
 class _SelfReference(Exception):
@@ -165,33 +184,82 @@ def _expanded_size(value: Any, sizes: dict[int, int], open_: set[int]) -> int:
     return total
 
 
-def _cases(path: Path, raws: list[tuple[str, Any]]) -> Iterator[Case]:
+def _cases(path: Path, raws: list[tuple[str, Any]]) -> list[Case]:
+    """Every case of the file, checked; every bad case is reported, one line each, not only
+    the first (a file is fixed in one go)."""
     seen: dict[str, str] = {}
+    cases: list[Case] = []
+    problems: list[str] = []
     for where, raw in raws:
         label = where
         if isinstance(raw, dict) and isinstance(raw.get("name"), str) and raw["name"]:
             label = f"{where} ({raw['name']!r})"
         if not isinstance(raw, dict):
-            raise CaseFileError(f"{path}: {label}: a case must be a mapping")
+            problems.append(f"{path}: {label}: a case must be a mapping")
+            continue
         try:
             case = Case.model_validate(raw)
         except ValidationError as exc:
-            raise CaseFileError(f"{path}: {label}: {_issues(exc)}") from None
+            problems.append(f"{path}: {label}: {_issues(exc)}")
+            continue
         if not case.name:
             case = case.model_copy(update={"name": where})
         if case.name in seen:
-            raise CaseFileError(
+            problems.append(
                 f"{path}: {label}: the name {case.name!r} is taken by {seen[case.name]}"
             )
+            continue
         seen[case.name] = where
-        yield case
+        cases.append(case)
+    if problems:
+        raise CaseFileError("\n".join(problems))
+    return cases
 
 
 def _issues(exc: ValidationError) -> str:
-    """pydantic's errors on one line: ``expect.decision: Input should be ...; ...``."""
+    """pydantic's errors on one line: ``expect.decision: Input should be ...; ...``, a
+    misspelt key with the key it is close to."""
     parts = []
     for error in exc.errors():
         location = ".".join(str(part) for part in error["loc"])
         message = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            message = f"no such key{_did_you_mean(error['loc'])}"
         parts.append(f"{location}: {message}" if location else message)
     return "; ".join(parts)
+
+
+def _did_you_mean(location: tuple[Any, ...]) -> str:
+    """`` (did you mean 'decision'?)`` for a key the model at ``location`` does not have, or
+    the keys it has."""
+    import difflib
+
+    fields = _fields_at(Case, location[:-1])
+    if not fields:
+        return ""
+    close = difflib.get_close_matches(str(location[-1]), fields, n=1)
+    if close:
+        return f" (did you mean {close[0]!r}?)"
+    return f" (the keys are {', '.join(sorted(fields))})"
+
+
+def _fields_at(model: Any, path: tuple[Any, ...]) -> list[str]:
+    """The field names of the pydantic model reached from ``model`` through ``path``."""
+    import typing
+
+    from pydantic import BaseModel
+
+    current: Any = model
+    for part in path:
+        if not (isinstance(current, type) and issubclass(current, BaseModel)):
+            return []
+        field = current.model_fields.get(str(part))
+        if field is None:
+            return []
+        candidates = [field.annotation, *typing.get_args(field.annotation)]
+        current = next(
+            (c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None
+        )
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return list(current.model_fields)
+    return []

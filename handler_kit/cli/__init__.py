@@ -138,9 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         from handler_kit.command.forward import main as forward_main
 
         return forward_main(argv[1:])
-    import argparse
-
-    parser = argparse.ArgumentParser(
+    parser = _parser(
         prog="handler-kit", description="Agent hook handlers: serve, run, document, test."
     )
     parser.add_argument("--version", action="version", version=f"handler-kit {__version__}")
@@ -156,9 +154,30 @@ def main(argv: list[str] | None = None) -> int:
             getattr(module, command.add_arguments)(sub_parser)
             _show_defaults(sub_parser)
             run = getattr(module, command.run)
+    if not argv:  # what there is to do, rather than an error saying a command is missing
+        parser.print_help()
+        return 2
     args = parser.parse_args(argv)
     assert run is not None  # parse_args exits unless argv[0] named a subcommand
     return int(run(args) or 0)
+
+
+def _parser(**options: Any) -> Any:
+    """The parser; its class is defined here, not at import: ``forward`` and ``command``
+    never load argparse."""
+    import argparse
+
+    class Parser(argparse.ArgumentParser):
+        """An argument mistake is one line naming the option, and where the help is, not the
+        whole usage first (a subcommand's usage is many lines)."""
+
+        def error(self, message: str) -> Any:
+            option, sep, rest = message.removeprefix("argument ").partition(": ")
+            if message.startswith("argument ") and sep and option.split("/")[0] in rest:
+                message = rest  # the option's own message names it already
+            self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+    return Parser(**options)
 
 
 def _show_defaults(parser: Any) -> None:

@@ -49,7 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     token = setting_for("client", "token")
     parser.add_argument(
-        "--token", default=None, help=f"with --url: the bearer token ({token.describe()})"
+        "--token",
+        default=None,
+        help=f"with --url: {token.describe()}",
     )
     parser.add_argument("--ca-file", metavar="PEM", help="also trust this CA (test certificates)")
     parser.add_argument(
@@ -159,10 +161,13 @@ def _shared_target(args: argparse.Namespace) -> Target:
             scheme = httpx.URL(args.url).scheme
             if scheme not in ("http", "https"):
                 raise ValueError(f"the scheme is {scheme or 'missing'}: use http:// or https://")
-            return ClientTarget.for_url(args.url, token=token, ca_file=args.ca_file)
+            target = ClientTarget.for_url(args.url, token=token, ca_file=args.ca_file)
         except (httpx.InvalidURL, ValueError) as exc:
             # the reason names the part at fault, never the URL (it can hold a password)
             raise UsageError(f"--url is not a server URL: {exc}") from None
+        if token is None:
+            _refuse_if_token_wanted(target)
+        return target
     from handler_kit.dispatcher import Dispatcher, DocumentError
 
     servers = dict(_pairs(args.mcp_server, "--mcp-server"))
@@ -188,6 +193,28 @@ def _shared_target(args: argparse.Namespace) -> Target:
     except DocumentError as exc:
         raise UsageError(f"{args.document}: {exc}") from None
     return DocumentTarget(dispatcher)
+
+
+def _refuse_if_token_wanted(target: Target) -> None:
+    """Without a token, ask the server once whether it wants one (an empty body: no handler
+    runs), so that a missing token is one line up front rather than a 401 per case."""
+    import httpx
+
+    from handler_kit.cases import ClientTarget
+
+    assert isinstance(target, ClientTarget)
+    try:
+        status = target.client._http.post("/hooks", content=b"{}").status_code
+    except httpx.HTTPError:
+        return  # unreachable: each case reports it with its own error
+    if status == 401:
+        target.close()
+        variable = setting_for("client", "token").env
+        tokens = setting_for("server", "tokens").env
+        raise UsageError(
+            f"the server wants a bearer token and none was given: pass --token or set "
+            f"{variable} (to one of the tokens in the server's {tokens})"
+        )
 
 
 def _report(args: argparse.Namespace, results: list[CaseResult]) -> None:

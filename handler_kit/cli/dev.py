@@ -73,6 +73,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("critical", "error", "warning", "info", "debug", "trace"),
         help=level.describe(),
     )
+    parser.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="a folder or file (a glob, relative to the watched folder, or a name) whose changes "
+        "do not reload; repeatable. Virtualenvs, node_modules, .git, caches and build folders "
+        "are never watched (default: none more)",
+    )
     add_env_file_argument(parser)
 
 
@@ -87,6 +96,11 @@ def run(args: argparse.Namespace) -> int:
     if not (server.tokens or server.jwt or server.auth or server.insecure_no_auth):
         generated = generate_token()
         server = dataclasses.replace(server, tokens=(generated,))
+    if not server.inspector_secret:
+        # the one-time login link printed here must verify in the server's processes
+        import secrets
+
+        server = dataclasses.replace(server, inspector_secret=secrets.token_urlsafe(32))
     server = dataclasses.replace(server, inspector=True)
     config = dataclasses.replace(
         base,
@@ -99,11 +113,23 @@ def run(args: argparse.Namespace) -> int:
         log_format=base.log_format or "text",
         server=server,
     )
+    import atexit
+    import os
+
+    from handler_kit.cli._dev_support import reloader_class, remember_gates, state_file
+
+    def banner(hook_app: HookApp) -> list[str]:
+        # the gates a broken edit keeps answering for: this version's, until one reloads
+        remember_gates(hook_app, os.getpid())
+        atexit.register(state_file(os.getpid()).unlink, missing_ok=True)
+        return banner_lines(config, hook_app, generated)
+
     return start(
         config,
         "dev",
         reload=True,
-        banner=lambda hook_app: banner_lines(config, hook_app, generated),
+        banner=banner,
+        reloader=lambda folder: reloader_class(folder, args.ignore),
     )
 
 
@@ -128,7 +154,14 @@ def banner_lines(config: ServeConfig, hook_app: HookApp, generated: str | None) 
         authorization = [f"    -H 'Authorization: Bearer {USER_TOKEN}' \\"]
     body = shlex.quote(json.dumps(event, separators=(",", ":")))
     url = f"http://{config.host}:{config.port}/hooks"
+    from handler_kit.inspector.session import LOGIN_CODE_SECONDS, LoginCodes, session_secret
+
+    code = LoginCodes(session_secret(config.server.inspector_secret)).issue()
+    login = f"http://{config.host}:{config.port}/_inspector/login?code={code}"
     return [
+        "",
+        f"Inspector: {login}",
+        f"  (a one-time login link, good for {LOGIN_CODE_SECONDS} s; then log in with the token)",
         "",
         f"Bearer token: {shown}",
         "",
@@ -140,6 +173,7 @@ def banner_lines(config: ServeConfig, hook_app: HookApp, generated: str | None) 
         f"    -d {body}",
         "",
         f"Reloading on changes to .py files in {watched_folder(config.app)}",
+        "  (not in virtualenvs, node_modules, .git, caches or build folders; --ignore GLOB)",
         "",
     ]
 
@@ -187,14 +221,25 @@ def _tool_for(matcher: str | None) -> str:
 def app_factory() -> Any:
     """uvicorn's factory in each process the reloader starts: the app, or, when a change
     broke it, the loader's message (a syntax error with its line and caret) instead of a
-    traceback; the reloader then waits for the next change."""
-    import sys
+    traceback, and an app that answers at once until the next change: the last good
+    version's fail-closed gates with their safe decision, every other call with a JSON 503
+    naming the error (a process that exited would leave the calls waiting on the socket)."""
+    import os
 
+    from handler_kit.cli._dev_support import broken_app, remember_gates
     from handler_kit.core.loader import LoadError
     from handler_kit.server.app import app_from_env
 
+    supervisor = os.getppid()  # the dev process, whose reloader started this one
     try:
-        return app_from_env()
+        served = app_from_env()
     except LoadError as exc:
-        _fail(f"{exc}; waiting for a change", exc.detail, command="dev")
-        sys.exit(1)
+        _fail(
+            f"{exc}; waiting for a change (meanwhile the last good version's fail-closed "
+            "gates answer with their safe decision, every other call a 503)",
+            exc.detail,
+            command="dev",
+        )
+        return broken_app(str(exc), ServeConfig.from_env(), supervisor)
+    remember_gates(served.hook_app, supervisor)
+    return served

@@ -274,7 +274,7 @@ def add_send_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--token",
         default=ClientConfig.from_env().token,
-        help=f"bearer token ({token.describe()})",
+        help=token.describe(),
     )
     parser.add_argument("--ca-file", metavar="PEM", help="also trust this CA (test certificates)")
     parser.add_argument(

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import dataclasses
 import errno
 import logging
@@ -207,6 +208,7 @@ def start(
     dev_tls: bool = False,
     reload: bool = False,
     banner: Callable[[HookApp], Sequence[str]] | None = None,
+    reloader: Callable[[Path], Any] | None = None,
 ) -> int:
     """Check everything that can be checked in this process, say where it serves, then run
     uvicorn until it stops. ``reload``: ``handler-kit dev``'s restart on a change to the
@@ -294,12 +296,9 @@ def start(
     from handler_kit.server._protocols import protocol_class
 
     factory = "handler_kit.server.app:app_from_env"
-    reload_options: dict[str, Any] = {}
     if reload:
         factory = "handler_kit.cli.dev:app_factory"
-        reload_options = {"reload": True, "reload_dirs": [str(watched_folder(target))]}
-    uvicorn.run(
-        factory,
+    options: dict[str, Any] = dict(
         factory=True,
         host=config.host,
         port=config.port,
@@ -324,8 +323,20 @@ def start(
             head_timeout=config.header_timeout,
             max_head_bytes=config.max_header_bytes,
         ),
-        **reload_options,
     )
+    if not reload:
+        uvicorn.run(factory, **options)
+        return 0
+    # uvicorn.run's reload path, with dev's own watcher (reloader) in place of uvicorn's
+    from uvicorn.supervisors import ChangeReload
+
+    watched = watched_folder(target)
+    uvicorn_config = uvicorn.Config(factory, reload=True, reload_dirs=[str(watched)], **options)
+    server_ = uvicorn.Server(uvicorn_config)
+    socket_ = uvicorn_config.bind_socket()
+    supervisor = reloader(watched) if reloader is not None else ChangeReload
+    with contextlib.suppress(KeyboardInterrupt):
+        supervisor(uvicorn_config, target=server_.run, sockets=[socket_]).run()
     return 0
 
 

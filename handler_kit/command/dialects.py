@@ -7,8 +7,9 @@ it). The runtimes that start command hooks do not all read that JSON the same wa
 - ``codex``: JSON, but an ``ask``, a ``continue: false`` or a ``suppressOutput`` on a tool
   event marks the hook run failed and the tool proceeds; Stop and SubagentStop need JSON on
   exit 0; its schemas refuse keys they do not list.
-- ``posit``: JSON; it ignores a ``hookSpecificOutput`` whose ``hookEventName`` differs, reads
-  no ``updatedInput`` and no ``defer``, and ignores ``continue: false`` on events with no turn.
+- ``posit``: JSON; it ignores a ``hookSpecificOutput`` whose ``hookEventName`` differs (so it
+  is dropped here, not relabelled), reads no ``updatedInput`` and no ``defer``, and ignores
+  ``continue: false`` on events with no turn.
 - ``sandbox``: exit codes only. Exit 2 blocks a Pre tool use call with stderr as the reason,
   and on Post tool use appends stderr to the tool result as feedback; Session start stdout is
   appended to the system prompt; anything else proceeds.
@@ -92,14 +93,16 @@ _CODEX_EVENTS = frozenset(
         "UserPromptSubmit",
         "SubagentStop",
         "Stop",
+        "Interrupt",
     }
 )
 _CODEX_CONTEXT = frozenset(
     {"SessionStart", "SubagentStart", "PreToolUse", "PostToolUse", "UserPromptSubmit"}
 )
 _CODEX_BLOCK = frozenset({"PostToolUse", "UserPromptSubmit", "Stop", "SubagentStop"})
-# Events whose run Codex lets go on after continue:false: there it is parsed and ignored.
-_CODEX_NO_TURN = frozenset({"SessionEnd", "SubagentStart"})
+# Events whose run Codex lets go on after continue:false: there it is parsed and ignored
+# (Interrupt reads nothing but systemMessage: the turn is over already).
+_CODEX_NO_TURN = frozenset({"SessionEnd", "SubagentStart", "Interrupt"})
 
 
 class Rendered:
@@ -147,6 +150,7 @@ def render(
     *,
     fail_closed: bool = False,
     fallback: Callable[[str], str] = _generic_reason,
+    stop_hook_active: bool = False,
 ) -> Rendered:
     """The answer ``output`` (Claude Code JSON for ``event``) as ``runtime`` reads it.
 
@@ -154,10 +158,15 @@ def render(
     apply then denies the call instead of letting it run with its original input.
     ``fallback(what)`` gives the reason of a block that has none (``what`` is ``"blocked"`` or
     ``"stopped"``): Codex reads an exit 2 or a Stop block with no reason as a failed run.
+    ``stop_hook_active`` is the input's flag of that name: the agent is already going on
+    because of a Stop hook, so Stop context is not turned into a block (see
+    :func:`_stop_context_continues`).
     """
     if runtime == CLAUDE_CODE:
         return Rendered(OK_EXIT, dump(output), "")
     parts = _Parts.read(event, output)
+    continuing = stop_hook_active is True and event in _STOP_EVENTS
+    parts.continuing = continuing
     if runtime == SANDBOX:
         return _exit_codes(event, parts, fail_closed, fallback)
     if runtime == CODEX:
@@ -167,6 +176,11 @@ def render(
     if runtime == POSIT:
         if event not in _POSIT_EVENTS:
             return Rendered(OK_EXIT, dump(output), "")  # Posit never runs it
+        if parts.mismatched is not None:  # read without it: Posit ignores it
+            named = parts.mismatched
+            rest = {k: v for k, v in output.items() if k != "hookSpecificOutput"}
+            parts = _Parts.read(event, rest)
+            parts.continuing, parts.mismatched = continuing, named
         return _posit(event, parts, fail_closed, fallback)
     raise ValueError(f"unknown runtime {runtime!r} (choose from {', '.join(RUNTIMES)})")
 
@@ -184,6 +198,19 @@ def safe_output(event: str, reason: str) -> dict[str, Any] | None:
         verdict = {"behavior": "deny", "message": reason}
         return {"hookSpecificOutput": {"hookEventName": event, "decision": verdict}}
     return {"decision": "block", "reason": reason}
+
+
+def stop_hook_active(event: str | None, body: bytes) -> bool:
+    """True when ``body``, the hook input of ``event``, is a Stop or SubagentStop input with
+    ``stop_hook_active: true``: what :func:`render` needs from an input it was not given
+    parsed (``handler-kit forward`` sends the bytes on as they came)."""
+    if event not in _STOP_EVENTS:
+        return False
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and data.get("stop_hook_active") is True
 
 
 def needs_json(runtime: str, event: str) -> bool:
@@ -206,8 +233,10 @@ class _Parts:
 
     __slots__ = (
         "context",
+        "continuing",
         "decision",
         "halt",
+        "mismatched",
         "reason",
         "specific",
         "stop_reason",
@@ -226,13 +255,18 @@ class _Parts:
         self.top: dict[str, Any] = {}  # other top-level keys (systemMessage, suppressOutput...)
         self.specific: dict[str, Any] = {}  # other hookSpecificOutput keys
         self.verdict_rest: dict[str, Any] = {}  # PermissionRequest: updatedPermissions...
+        self.continuing = False  # a Stop input with stop_hook_active: true
+        # the hookSpecificOutput's hookEventName when it names another event, else None
+        self.mismatched: str | None = None
 
     @classmethod
     def read(cls, event: str, output: dict[str, Any]) -> _Parts:
         parts = cls()
         hso = output.get("hookSpecificOutput")
         hso = dict(hso) if isinstance(hso, dict) else {}
-        hso.pop("hookEventName", None)
+        named = hso.pop("hookEventName", None)
+        if named is not None and named != event:
+            parts.mismatched = str(named)
         for key, value in output.items():
             if key in ("hookSpecificOutput", "decision", "reason"):
                 continue
@@ -309,8 +343,21 @@ def _asked_is_denied(runtime: str, event: str, parts: _Parts, notes: list[str]) 
 
 def _stop_context_continues(runtime: str, event: str, parts: _Parts, notes: list[str]) -> None:
     """Stop's additionalContext keeps the agent going with that text (Claude Code); elsewhere
-    the one way to say so is a block whose reason is the text."""
-    if event in _STOP_EVENTS and parts.context is not None:
+    the one way to say so is a block whose reason is the text.
+
+    Not when the agent is already going on because of a Stop hook (``stop_hook_active``):
+    the core's loop guard drops a handler's block there, and this block would be made after
+    it, on every stop, with nothing to end the loop (Codex has no cap of its own). The
+    context is dropped instead and the agent stops. A block the handler itself sent past the
+    guard (``stop_loop_guard=False``) is its own choice and is kept.
+    """
+    if event in _STOP_EVENTS and parts.context is not None and parts.continuing:
+        parts.context = None
+        notes.append(
+            f"{event}: stop_hook_active is true, and the {runtime} dialect could carry the "
+            "context only as a block that would keep the agent going again; dropped"
+        )
+    elif event in _STOP_EVENTS and parts.context is not None:
         parts.reason = "\n\n".join(r for r in (parts.reason, parts.context) if r)
         parts.decision = "block"
         parts.context = None
@@ -367,6 +414,8 @@ def _posit(
     event: str, parts: _Parts, fail_closed: bool, fallback: Callable[[str], str]
 ) -> Rendered:
     notes: list[str] = []
+    if parts.mismatched is not None:
+        _mismatch_ignored(event, parts, fail_closed, notes)
     _mapped_rewrite(POSIT, event, parts, fail_closed, notes)
     if parts.decision == "defer":
         parts.decision = "ask"
@@ -385,6 +434,30 @@ def _posit(
     top = {k: v for k, v in parts.top.items() if k in ("systemMessage", "suppressOutput")}
     _drop(POSIT, event, "the fields", (k for k in parts.top if k not in top), notes)
     return Rendered(OK_EXIT, dump(_json(event, parts, top)), "", tuple(notes))
+
+
+def _mismatch_ignored(event: str, parts: _Parts, fail_closed: bool, notes: list[str]) -> None:
+    """The answer's hookSpecificOutput named another event, and ``parts`` were read without
+    it: Posit ignores such a hookSpecificOutput (with a warning), so it is not relabelled and
+    applied here either. From a fail-closed gate it is an answer that cannot be read as one to
+    this event, a failure it can observe: the safe decision, unless what is left denies."""
+    named = parts.mismatched
+    safe = SAFE_EVENTS.get(event)
+    if fail_closed and safe is not None and parts.decision not in ("deny", "block"):
+        parts.decision = safe
+        parts.reason = (
+            f"Blocked by policy: this check answered for {named}, not {event}, and is "
+            "configured to fail closed."
+        )
+        parts.updated_input = None
+        notes.append(
+            f"{event}: the answer's hookSpecificOutput is for {named!r}; the fail-closed gate "
+            f"answers {safe} instead"
+        )
+    else:
+        notes.append(
+            f"{event}: the answer's hookSpecificOutput is for {named!r}; Posit ignores it, dropped"
+        )
 
 
 def _json(event: str, parts: _Parts, top: dict[str, Any]) -> dict[str, Any]:
@@ -436,7 +509,8 @@ def _exit_codes(
     - PreToolUse: exit 2 blocks, stderr is the reason; ``ask`` and a halt block too.
     - PostToolUse: exit 2 appends stderr to the tool result as feedback: a block's reason
       and the context both go there.
-    - SessionStart: stdout is appended to the system prompt: the context goes there.
+    - SessionStart: stdout is appended to the system prompt: the context goes there; a block
+      or deny is ignored (nothing is blocked at session start), never exit 2.
     - Stop, SubagentStop: exit 2 keeps the agent going (a block, or context); a halt lets
       it stop, which exit 0 already does.
     - others: deny, block, ask and halt exit 2 with the reason; context is stdout.
@@ -445,6 +519,11 @@ def _exit_codes(
     _mapped_rewrite(SANDBOX, event, parts, fail_closed, notes)
     _asked_is_denied(SANDBOX, event, parts, notes)
     _stop_context_continues(SANDBOX, event, parts, notes)
+    if event == "SessionStart" and parts.decision is not None:
+        # only stdout is read at session start, and a block is nothing there: exit 2
+        # would lose the context
+        notes.append(f"{event}: a {parts.decision} is ignored at session start; dropped")
+        parts.decision = None
     feedback: list[str] = []  # stderr with exit 2
     stdout = b""
     if parts.decision in ("deny", "block"):

@@ -246,6 +246,7 @@ def run(args: Any) -> int:
         answer,
         fail_closed=args.fail_closed,
         fallback=lambda what: f"The hook server {what} this.",
+        stop_hook_active=dialects.stop_hook_active(event, body),
     )
     _write_stdout(rendered.stdout)
     if rendered.code == dialects.BLOCK_EXIT:

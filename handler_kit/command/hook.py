@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 from handler_kit.config import command_config
 from handler_kit.core._coroutines import never_suspends, run_without_loop
-from handler_kit.core.vocabulary import one_line
+from handler_kit.core.vocabulary import INPUT_ID_FIELDS, one_line, top_level_strings
 
 if TYPE_CHECKING:
     import argparse
@@ -253,6 +253,7 @@ def _answer(
                 f"handler {args.handler!r} handles {handlers[0].event}, not {event_name}"
             )
         event = _validate(event_name, data)
+        _name_the_project()
     except UnreadableInput as exc:
         return (*_unreadable(runtime, app, handlers, raw, exc), False)
     if handlers is None:
@@ -321,7 +322,14 @@ def _unreadable(
             raise error
         gates, event_name = app.by_event.get(found, []), found
     answer = app.answer_unreadable(
-        event_name, gates, str(error), transport="command", context={"pid": os.getpid()}
+        event_name,
+        gates,
+        str(error),
+        transport="command",
+        context={"pid": os.getpid()},
+        known=top_level_strings(raw, INPUT_ID_FIELDS)
+        if any(h.fail_closed for h in gates)
+        else None,
     )
     if answer is None:
         raise error
@@ -371,6 +379,15 @@ def _json_string(token: bytes) -> str | None:
     except ValueError:
         return None
     return value if isinstance(value, str) else None
+
+
+def _name_the_project() -> None:
+    """``event.project_dir``: the folder the runtime named to this process (one event per
+    process: set once, for the event of this run)."""
+    from handler_kit.config import runtime_project_dir
+    from handler_kit.core.events import HookEvent
+
+    HookEvent.runtime_project_dir = runtime_project_dir()
 
 
 def _validate(event_name: str, data: dict[str, Any]) -> Any:
@@ -463,6 +480,8 @@ def _render(runtime: str, app: HookApp, answer: Answer) -> tuple[int, bytes, str
         # a rewrite the runtime cannot apply denies the call when a fail-closed gate answered
         fail_closed=any(i.handler.fail_closed for i in answer.invocations),
         fallback=lambda what: _fallback_reason(app, answer, what),
+        # the loop guard holds for a block the dialect makes, not only for a handler's
+        stop_hook_active=getattr(answer.event, "stop_hook_active", None) is True,
     )
     if rendered.notes:
         import logging

@@ -180,6 +180,21 @@ COMMAND_VARIABLES = (
 _PLAIN_COMMAND_VARIABLES = ("TMPDIR", "TRACEPARENT")
 
 
+# The variables in which a runtime names the project to a command hook: Claude Code's, then
+# Posit Assistant's (which sets no CLAUDE_PROJECT_DIR). Codex names none: its hooks run in the
+# session's folder, the event's cwd.
+PROJECT_DIR_VARIABLES = ("CLAUDE_PROJECT_DIR", "PA_PROJECT_DIR")
+
+
+def runtime_project_dir() -> str | None:
+    """The project folder the runtime that started this process named, if it named one."""
+    for name in PROJECT_DIR_VARIABLES:
+        value = os.environ.get(name, "").strip()
+        if value:
+            return value
+    return None
+
+
 class _NoOperations:
     """What a command hook asks of an OperationsConfig with every default: nothing is on."""
 
@@ -300,6 +315,7 @@ __all__ = [
     "parse_positive_int",
     "parse_size",
     "parse_str",
+    "runtime_project_dir",
     "setting_for",
     "settings_table",
 ]

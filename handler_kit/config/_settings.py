@@ -41,6 +41,8 @@ DEFAULT_AUTH_FAILURE_LIMIT = 20
 DEFAULT_AUTH_FAILURE_WINDOW = 60.0
 # the shortest bearer token accepted, and the shortest secret the audit trail redacts
 MIN_SECRET_CHARS = 16
+# the shortest MAC key of the idempotency store (``openssl rand -hex 32`` makes 64)
+MIN_IDEMPOTENCY_KEY_CHARS = 32
 
 
 class ConfigError(ValueError):
@@ -164,11 +166,28 @@ class OperationsConfig:
     otel: bool = False
     tracer_provider: TracerProvider | None = None
     idempotency_redis_url: str | None = field(default=None, repr=False)
+    idempotency_keys: Sequence[str] = field(default=(), repr=False)
     idempotency_ttl: float = DEFAULT_IDEMPOTENCY_TTL
     idempotency_store: IdempotencyStore | None = None
 
     def __post_init__(self) -> None:
-        _freeze(self, "audit", "audit_sinks", "audit_redact")
+        _freeze(self, "audit", "audit_sinks", "audit_redact", "idempotency_keys")
+        if self.idempotency_redis_url and not self.idempotency_keys:
+            # a key made up by each process would not verify another replica's records, and
+            # unsigned records let anything that reaches Redis plant an answer
+            raise ConfigError(
+                "HANDLER_KIT_IDEMPOTENCY_REDIS_URL is set without HANDLER_KIT_IDEMPOTENCY_KEYS: "
+                "the idempotency store signs what it keeps in Redis with a key every replica "
+                "shares; set HANDLER_KIT_IDEMPOTENCY_KEYS (or HANDLER_KIT_IDEMPOTENCY_KEYS_FILE) "
+                "to a random value such as `openssl rand -hex 32` prints"
+            )
+        for position, key in enumerate(self.idempotency_keys, 1):
+            if len(key) < MIN_IDEMPOTENCY_KEY_CHARS:
+                raise ConfigError(
+                    f"HANDLER_KIT_IDEMPOTENCY_KEYS: key {position} is {len(key)} characters "
+                    f"long; each key must have at least {MIN_IDEMPOTENCY_KEY_CHARS} (such as "
+                    "`openssl rand -hex 32` prints)"
+                )
         if self.audit_on_full not in ("block", "drop"):
             raise ConfigError(
                 f"audit_on_full must be 'block' or 'drop', not {self.audit_on_full!r}"
@@ -695,6 +714,16 @@ SETTINGS: tuple[Setting, ...] = (
       "one OpenTelemetry span per handler run", "0"),
     S("HANDLER_KIT_IDEMPOTENCY_REDIS_URL", "operations", "idempotency_redis_url", parse_str,
       "Redis URL of the idempotency store shared by workers and replicas", secret=True),
+    S("HANDLER_KIT_IDEMPOTENCY_KEYS", "operations", "idempotency_keys", parse_list,
+      "MAC keys of the records in the Redis idempotency store, comma-separated, the same on "
+      "every replica (required with the Redis store; the first signs, every one verifies: "
+      f"add a new key first to rotate; {MIN_IDEMPOTENCY_KEY_CHARS}+ characters each)",
+      secret=True),
+    S("HANDLER_KIT_IDEMPOTENCY_KEYS_FILE", "operations", "idempotency_keys",
+      parse_secret_file_list,
+      "file holding the idempotency MAC keys, separated by commas or lines (a mounted "
+      "secret); instead of HANDLER_KIT_IDEMPOTENCY_KEYS",
+      file_for="HANDLER_KIT_IDEMPOTENCY_KEYS"),
     S("HANDLER_KIT_IDEMPOTENCY_TTL", "operations", "idempotency_ttl", parse_duration,
       "how long an idempotent answer is replayed (seconds, or 30m, 1h...)", "3600"),
     # -- handler-kit serve

@@ -32,6 +32,10 @@ class HookEvent(BaseModel):
     # The event a model built in code is of when it is not named: the model's own (set for
     # each known event's model and inherited by its subclasses; None on this generic one).
     default_event_name: ClassVar[str | None] = None
+    # The project folder the runtime named to this process (a command hook's
+    # $CLAUDE_PROJECT_DIR or $PA_PROJECT_DIR), set once by the command hook, which runs one
+    # event per process; None in a server, which serves many projects.
+    runtime_project_dir: ClassVar[str | None] = None
 
     if TYPE_CHECKING:
         # For type checkers, a default: ``PreToolUse(tool_name="Bash")`` names its event itself.
@@ -160,6 +164,16 @@ class HookEvent(BaseModel):
         # Each known event's model is named after its event (checked by the tests).
         if cls.__name__ in _EVENT_NAME_SET and cls.__module__.startswith("handler_kit.core."):
             cls.default_event_name = cls.__name__
+
+    @property
+    def project_dir(self) -> str | None:
+        """The project's folder: the one the runtime named to a command hook
+        (``$CLAUDE_PROJECT_DIR`` on Claude Code, ``$PA_PROJECT_DIR`` on Posit Assistant), else
+        the session's working directory (``cwd``), else None. ``cwd`` follows the agent's
+        ``cd``, so in a server (which no runtime names a project to) this is where the session
+        is, not necessarily the project's root. A field of that name in the input is not
+        this: the runtime's variable is not something the caller can send."""
+        return self.runtime_project_dir or self.cwd
 
     def matcher_value(self) -> str | None:
         """The value this event's matchers are tested against, if the event has matchers."""

@@ -1,4 +1,5 @@
-"""The models of the Claude-Code-only hook events (every event but Runbear's five).
+"""The models of the Claude-Code-only hook events (every event but Runbear's five), and of
+Codex's own Interrupt.
 
 Imported on first use through :data:`handler_kit.core.events.EVENT_MODELS` or an attribute of
 :mod:`handler_kit.core.events` / :mod:`handler_kit`: a command hook that never sees these events
@@ -21,6 +22,7 @@ __all__ = [
     "ElicitationResult",
     "FileChanged",
     "InstructionsLoaded",
+    "Interrupt",
     "MessageDisplay",
     "Notification",
     "PermissionDenied",
@@ -364,4 +366,19 @@ class ElicitationResult(HookEvent):
     elicitation_id: str | None = Field(default=None, description="Identifier of the elicitation.")
     content: dict[str, Any] | None = Field(
         default=None, description="The values the user entered, on accept in form mode."
+    )
+
+
+class Interrupt(HookEvent):
+    """Codex: the user interrupted the turn (Codex's own event; Claude Code and Runbear have
+    none). Codex reads only ``systemMessage`` of the answer, and plain text is invalid there;
+    it waits at most 3 s for the hook (1 s by default)."""
+
+    turn_id: str | None = Field(default=None, description="Codex: the turn that was interrupted.")
+    permission_mode: str | None = Field(
+        default=None,
+        description=(
+            "Codex: permission mode of the session: default, acceptEdits, plan, dontAsk or "
+            "bypassPermissions."
+        ),
     )

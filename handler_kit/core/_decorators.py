@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         ElicitationResult,
         FileChanged,
         InstructionsLoaded,
+        Interrupt,
         MessageDisplay,
         Notification,
         PermissionDenied,
@@ -58,7 +59,7 @@ if TYPE_CHECKING:
     )
     from handler_kit.core.vocabulary import EventHandler
 
-__all__ = ["ON_OPTIONS", "EventDecorators"]
+__all__ = ["ON_OPTIONS", "EventDecorators", "HandlerDefinitionError"]
 
 # The keyword options of HookApp.on, which every per-event decorator passes on.
 ON_OPTIONS = (
@@ -121,6 +122,7 @@ if TYPE_CHECKING:
     ElicitationResultHandler = TypeVar(
         "ElicitationResultHandler", bound="EventHandler[ElicitationResult]"
     )
+    InterruptHandler = TypeVar("InterruptHandler", bound="EventHandler[Interrupt]")
 
 
 class EventDecorators:
@@ -587,18 +589,30 @@ class EventDecorators:
         """Register a handler of ElicitationResult; options as in :meth:`HookApp.on`."""
         return _register(self, "ElicitationResult", func, options)
 
+    @overload
+    def interrupt(self, func: InterruptHandler, /) -> InterruptHandler: ...
+    @overload
+    def interrupt(
+        self, /, *, name: str | None = None, timeout: float | None = None, idempotent: bool = False
+    ) -> Callable[[InterruptHandler], InterruptHandler]: ...
+    def interrupt(self, func: Any = None, /, **options: Any) -> Any:
+        """Register a handler of Codex's Interrupt; options as in :meth:`HookApp.on`. Codex
+        reads only ``systemMessage`` of its answer and waits at most 3 s: the timeout defaults
+        to 1 s and may be at most 2 s (a command hook is installed with a second more)."""
+        return _register(self, "Interrupt", func, options)
+
 
 def _register(app: EventDecorators, event: str, func: Any, options: dict[str, Any]) -> Any:
     """``@app.<event>`` (``func`` given) or ``@app.<event>(**options)`` (a decorator)."""
     for option in options:
         if option not in ON_OPTIONS:
-            raise TypeError(_unknown_option(event, option))
+            raise HandlerDefinitionError(_unknown_option(event, option), options.get("name"))
     decorate = app.on(event, **options)
     if func is None:
         return decorate
     if not callable(func):
         method = _decorator_name(event)
-        raise TypeError(
+        raise HandlerDefinitionError(
             f"{method}() takes the handler function (@app.{method}) or keyword options "
             f"(@app.{method}(...)), not a positional {type(func).__name__}"
         )
@@ -618,3 +632,57 @@ def _unknown_option(event: str, option: str) -> str:
         f"{_decorator_name(event)}() got an unexpected option {option!r}{hint}; "
         f"the options are {', '.join(ON_OPTIONS)}"
     )
+
+
+class HandlerDefinitionError(TypeError, ValueError):
+    """A handler defined with an option its event cannot take, a misspelt option, a name
+    already taken...: a mistake in the user's code, reported at the user's line.
+
+    The message starts with the file and line of the decorator (the innermost frame outside
+    handler-kit, found when the error is made) and names the handler, so that the one line a
+    loader prints points into the user's code, never into ours. Both a ``TypeError`` and a
+    ``ValueError``: the decorators raised one or the other before this class existed.
+    """
+
+    def __init__(self, message: str, handler: str | None = None, func: Any = None) -> None:
+        self.reason = message
+        self.filename, self.lineno = _user_location(func)
+        self.handler = handler or _handler_at(self.filename, self.lineno)
+        where = f"{self.filename}, line {self.lineno}: " if self.filename else ""
+        named = f"handler {self.handler!r}: " if self.handler else ""
+        super().__init__(f"{where}{named}{message}")
+
+
+def _user_location(func: Any) -> tuple[str, int]:
+    """The file and line of the user's code that is defining a handler: the innermost frame
+    outside this package (the decorator's line), else where ``func`` is defined."""
+    import os
+    import sys
+
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not os.path.abspath(filename).startswith(package):
+            return filename, frame.f_lineno
+        frame = frame.f_back  # type: ignore[assignment]
+    code = getattr(func, "__code__", None)
+    if code is not None:
+        return code.co_filename, code.co_firstlineno
+    return "", 0
+
+
+def _handler_at(filename: str, lineno: int) -> str | None:
+    """The name of the function a decorator at ``filename:lineno`` is applied to, read from
+    the source: an option refused before the function is given has no other way to know it."""
+    import linecache
+    import re
+
+    lines = linecache.getlines(filename)
+    if not (0 < lineno <= len(lines)) or not lines[lineno - 1].lstrip().startswith("@"):
+        return None
+    for line in lines[lineno - 1 : lineno + 30]:
+        found = re.match(r"\s*(?:async\s+)?def\s+([A-Za-z_]\w*)", line)
+        if found:
+            return found.group(1)
+    return None

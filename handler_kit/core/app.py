@@ -16,13 +16,13 @@ import inspect
 import threading
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic_core import PydanticSerializationError, to_json
 
 from handler_kit.core._coroutines import Resume, stops_the_run
-from handler_kit.core._decorators import EventDecorators
+from handler_kit.core._decorators import EventDecorators, HandlerDefinitionError
 from handler_kit.core._log import lazy_logger
 from handler_kit.core.events import EVENT_MODELS, MATCHERLESS_EVENTS, HookEvent, model_for
 from handler_kit.core.matchers import is_match_all
@@ -34,6 +34,7 @@ from handler_kit.core.vocabulary import (
     DEFAULT_TIMEOUT,
     DEFAULT_TIMEOUTS,
     LOOP_GUARDED_EVENTS,
+    MAX_TIMEOUTS,
     TIMEOUT_MESSAGE,
     UNREADABLE_MESSAGE,
     UNRECORDED_MESSAGE,
@@ -75,6 +76,11 @@ class HookApp(EventDecorators):
     Sync (``def``) handlers run on the app's own pool of ``threads`` threads, at most
     ``calls_per_handler`` at once for any one handler; a call over that limit waits for a
     thread until its deadline, then gets its handler's failure policy.
+
+    ``config_errors``: what is wrong with the app's own configuration, one line each naming
+    the setting (read at import, so that the module still imports). A server refuses to start
+    on any; a command hook runs one handler per call, so each handler answers for the settings
+    it uses (a gate denies, others raise).
     """
 
     def __init__(
@@ -84,9 +90,11 @@ class HookApp(EventDecorators):
         description: str = "",
         threads: int = DEFAULT_THREADS,
         calls_per_handler: int = DEFAULT_CALLS_PER_HANDLER,
+        config_errors: Iterable[str] = (),
     ) -> None:
         self.name = name
         self.description = description
+        self.config_errors = tuple(config_errors)
         # shared with every extended() copy: one pool however the app is served
         self.threads = HandlerThreads(threads, calls_per_handler)
         self.handlers: list[Handler] = []
@@ -190,33 +198,60 @@ class HookApp(EventDecorators):
         """
         if event not in EVENT_MODELS and not allow_unknown_event:
             known = ", ".join(sorted(EVENT_MODELS))
-            raise ValueError(
+            raise HandlerDefinitionError(
                 f"unknown hook event {event!r}; known events: {known} "
-                "(pass allow_unknown_event=True for a runtime's own events)"
+                "(pass allow_unknown_event=True for a runtime's own events)",
+                name,
             )
         if fail_closed and event not in SAFE_DECISIONS:
-            raise ValueError(
+            raise HandlerDefinitionError(
                 f"fail_closed is not possible on {event}: only "
-                f"{', '.join(SAFE_DECISIONS)} have a safe decision to fail to"
+                f"{', '.join(SAFE_DECISIONS)} have a safe decision to fail to",
+                name,
+            )
+        if not stop_loop_guard and event not in LOOP_GUARDED_EVENTS:
+            raise HandlerDefinitionError(
+                f"stop_loop_guard is not possible on {event}: only "
+                f"{', '.join(sorted(LOOP_GUARDED_EVENTS))} have a stop loop to guard",
+                name,
             )
         if timeout is not None and not timeout > 0:
-            raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+            raise HandlerDefinitionError(
+                f"timeout must be a positive number of seconds, not {timeout!r}", name
+            )
+        most = MAX_TIMEOUTS.get(event)
+        if timeout is not None and most is not None and timeout > most:
+            raise HandlerDefinitionError(
+                f"timeout={timeout!r} is too long for {event}: the runtime waits at most "
+                f"{most + 1:g} s, and a command hook is installed with a second more than the "
+                f"handler's timeout; use at most {most:g}",
+                name,
+            )
         if event in MATCHERLESS_EVENTS and not is_match_all(matcher):
             # the handler would be matched against nothing and never run, while a runtime
             # runs that matcher group on every event
-            raise ValueError(
+            raise HandlerDefinitionError(
                 f"{event} has no matcher: the runtimes ignore a matcher there and run the "
-                f"handler on every {event}; remove matcher={matcher!r}"
+                f"handler on every {event}; remove matcher={matcher!r}",
+                name,
             )
 
         def decorate(func: F) -> F:
             handler_name = name or func.__name__
             if handler_name in self.by_name:
-                raise ValueError(f"a handler named {handler_name!r} is already registered")
+                raise HandlerDefinitionError(
+                    f"a handler named {handler_name!r} is already registered"
+                    f"{_defined_at(self.by_name[handler_name].func)}; pass name=... to tell "
+                    "them apart",
+                    handler_name,
+                    func,
+                )
             if not handler_name.replace("_", "").replace("-", "").isalnum():
-                raise ValueError(
+                raise HandlerDefinitionError(
                     f"handler name {handler_name!r} must be letters, digits, '_' or '-' "
-                    "(it is a URL path segment and an MCP tool name)"
+                    "(it is a URL path segment and an MCP tool name)",
+                    handler_name,
+                    func,
                 )
             _check_signature(func, handler_name)
             try:
@@ -232,7 +267,7 @@ class HookApp(EventDecorators):
                     description=inspect.getdoc(func) or "",
                 )
             except ValueError as exc:
-                raise ValueError(f"handler {handler_name!r}: {exc}") from None
+                raise HandlerDefinitionError(str(exc), handler_name, func) from None
             self.handlers.append(handler)
             self.by_name[handler_name] = handler
             self.by_event.setdefault(event, []).append(handler)
@@ -299,11 +334,15 @@ class HookApp(EventDecorators):
         *,
         transport: str = "direct",
         context: dict[str, Any] | None = None,
+        known: Mapping[str, str] | None = None,
     ) -> Answer | None:
         """The answer to an input that could not be read, when ``handlers`` were to run on it:
         the safe decision of the fail-closed ones among them (a gate that cannot read its input
         cannot let the call through), or None when none fails closed and the transport reports
         bad input as usual. ``problem`` says what was wrong, for the log and the audit trail.
+        ``known``: the input's identifying fields that could still be read (its
+        ``session_id``, ``tool_use_id``...: :func:`~handler_kit.core.vocabulary.top_level_strings`),
+        so the answer's audit record says which call it answered.
         """
         gates = [h for h in handlers if h.fail_closed]
         if not gates:
@@ -314,8 +353,14 @@ class HookApp(EventDecorators):
             event_name,
             problem,
         )
-        # the event as far as it is known: its name, every field missing
-        event = model_for(event_name).model_construct(hook_event_name=event_name)
+        # the event as far as it is known: its name and ids, every other field missing
+        model = model_for(event_name)
+        fields: dict[str, Any] = {
+            name: value
+            for name, value in (known or {}).items()
+            if name in model.model_fields and name != "hook_event_name" and isinstance(value, str)
+        }
+        event = model.model_construct(**fields, hook_event_name=event_name)
         return self._answer_failed(
             event, gates, Status.ERROR, f"{UNREADABLE_MESSAGE} ({problem})", transport, context
         )
@@ -808,10 +853,16 @@ def _check_json(value: Any) -> None:
             raise ValueError("NaN and the infinities are not JSON") from None
 
 
+def _defined_at(func: Callable[..., Any]) -> str:
+    """`` (at FILE, line N)`` where ``func`` is defined, when Python knows it."""
+    code = getattr(inspect.unwrap(func), "__code__", None)
+    return f" (at {code.co_filename}, line {code.co_firstlineno})" if code is not None else ""
+
+
 def _check_signature(func: Callable[..., Any], name: str) -> None:
     """A handler takes the event as its one positional argument; say so at decoration."""
     if not callable(func):
-        raise TypeError(f"handler {name!r} is not callable")
+        raise HandlerDefinitionError("is not callable", name, func)
     try:
         signature = inspect.signature(func)
     except (TypeError, ValueError):
@@ -819,6 +870,8 @@ def _check_signature(func: Callable[..., Any], name: str) -> None:
     try:
         signature.bind(object())
     except TypeError:
-        raise TypeError(
-            f"handler {name!r} must take the event as its one argument: def {name}(event): ..."
+        raise HandlerDefinitionError(
+            f"must take the event as its one argument: def {name}(event): ...",
+            name,
+            func,
         ) from None

@@ -41,6 +41,7 @@ def load_app(spec: str) -> HookApp:
     hook in. The attribute may be a HookApp, or an object carrying one as ``.hook_app`` (such as
     an ASGI app built from it).
     """
+    from handler_kit.core._decorators import HandlerDefinitionError
     from handler_kit.core.app import HookApp
 
     module_name, sep, attr_path = spec.partition(":")
@@ -66,6 +67,8 @@ def load_app(spec: str) -> HookApp:
         raise LoadError(
             f"importing {module_name!r} failed: {_syntax_error(exc)}", _caret(exc)
         ) from None
+    except HandlerDefinitionError as exc:  # already at the user's line, naming the handler
+        raise LoadError(f"importing {module_name!r} failed: {' '.join(str(exc).split())}") from None
     except Exception as exc:
         raise LoadError(
             f"importing {module_name!r} failed: {_one_line(exc)}{_where(exc)}"
@@ -117,10 +120,16 @@ def _where(exc: BaseException) -> str:
     """`` (at FILE, line N: code)`` for the innermost frame of the user's import, if any."""
     import traceback
 
+    ours = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
     frames = traceback.extract_tb(exc.__traceback__)
-    # the innermost frame outside importlib's machinery is where the user's code failed
+    # the innermost frame outside importlib's machinery and handler-kit's own code is where
+    # the user's code failed: a line of ours would say nothing the user can change
     for frame in reversed(frames):
-        if "importlib" not in frame.filename and not frame.filename.startswith("<frozen"):
+        if (
+            "importlib" not in frame.filename
+            and not frame.filename.startswith("<frozen")
+            and not os.path.abspath(frame.filename).startswith(ours)
+        ):
             code = f": {frame.line.strip()}" if frame.line else ""
             return f" (at {frame.filename}, line {frame.lineno}{code})"
     return ""

@@ -29,6 +29,10 @@ _WORD_OR_DASH = _WORD | {"-"}
 _ALNUM_OR_DASH = _ALNUM | {"-"}
 # A server renamed because its name was taken: _2, _3, ...
 _TWIN = "(?:_[0-9]+)?"
+# A plugin's name in Claude Code's name of its servers' tools
+_PLUGIN = "[A-Za-z0-9_-]+"
+# A plugin's name in Claude Code's name of its servers' tools
+_PLUGIN = "[A-Za-z0-9_-]+"
 # Special in a regular expression, in JavaScript or Python: escaped with a backslash, which
 # both read as the character itself.
 _SPECIAL = frozenset("\\^$.|?*+()[]{}/")
@@ -72,14 +76,15 @@ def tool_matcher(server: str, tool: str) -> str:
     """One anchored matcher for the tool ``tool`` of the MCP server ``server``, under the name
     each runtime gives it.
 
-    >>> tool_matcher("orders", "refund")
-    '^(?:orders(?:_[0-9]+)?__?refund|mcp__orders(?:_[0-9]+)?__refund)$'
+    ``tool_matcher("orders", "refund")`` is ``^(?:orders(?:_[0-9]+)?__?refund|``
+    ``mcp__orders(?:_[0-9]+)?__refund|mcp__plugin_[A-Za-z0-9_-]+_orders(?:_[0-9]+)?__refund)$``.
 
     It matches ``orders_refund`` (Anthropic agents), ``orders__refund`` (the sandbox runtime),
-    ``mcp__orders__refund`` (Claude Agent SDK agents, Claude Code, Posit) and the same names
-    with the ``_2``, ``_3``... suffix a runtime adds to a server whose name is taken (a gate is
-    safer matching a renamed twin than missing it); never ``orders_refund_status`` or
-    ``orders_refunds``. Pass it as a handler's ``matcher``, alone or joined to others with
+    ``mcp__orders__refund`` (Claude Agent SDK agents, Claude Code, Posit),
+    ``mcp__plugin_<plugin>_orders__refund`` (Claude Code, a server a plugin bundles) and the
+    same names with the ``_2``, ``_3``... suffix a runtime adds to a server whose name is taken
+    (a gate is safer matching a renamed twin than missing it); never ``orders_refund_status``
+    or ``orders_refunds``. Pass it as a handler's ``matcher``, alone or joined to others with
     ``|`` (``"^issue_refund$|" + tool_matcher(...)``).
     """
     if not isinstance(server, str) or not isinstance(tool, str):
@@ -105,6 +110,10 @@ def tool_matcher(server: str, tool: str) -> str:
     )
     if claude_code not in spellings:
         spellings.append(claude_code)
+    # Claude Code names a plugin's server plugin_<plugin>_<server>, normalized the same way.
+    # Any plugin: the gate is on the server's tool whichever plugin brings it, and a server
+    # whose own name ends in _orders is matched too, which a gate can afford.
+    spellings.append(f"mcp__plugin_{_PLUGIN}_{claude_code.removeprefix('mcp__')}")
     return f"^(?:{'|'.join(spellings)})$"
 
 

@@ -21,7 +21,7 @@ class Status(StrEnum):
     LOOP_GUARDED = "loop_guarded"
 
 
-# Every event name, in the order of Claude Code's docs.
+# Every event name, in the order of Claude Code's docs, then Codex's own (Interrupt).
 EVENT_NAMES: tuple[str, ...] = (
     "SessionStart",
     "UserPromptSubmit",
@@ -54,6 +54,7 @@ EVENT_NAMES: tuple[str, ...] = (
     "PostCompact",
     "Elicitation",
     "ElicitationResult",
+    "Interrupt",
 )
 
 # The five events Runbear runs; the others are Claude Code's.
@@ -79,5 +80,6 @@ MATCHERLESS_EVENTS: frozenset[str] = frozenset(
         "CwdChanged",
         "WorktreeCreate",
         "WorktreeRemove",
+        "Interrupt",
     }
 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any, TypeAlias, TypeVar
 
 from pydantic_core import PydanticSerializationError, from_json, to_json
@@ -20,8 +20,11 @@ from handler_kit.core.matchers import compile_matcher
 from handler_kit.core.names import Status
 from handler_kit.core.outputs import Output
 
-DEFAULT_TIMEOUTS = {"SessionStart": 5.0}
+DEFAULT_TIMEOUTS = {"SessionStart": 5.0, "Interrupt": 1.0}
 DEFAULT_TIMEOUT = 3.0
+# The most a handler of the event may take: Codex waits at most 3 s on Interrupt, and a command
+# hook is installed with a second more than the handler's timeout for its start-up.
+MAX_TIMEOUTS = {"Interrupt": 2.0}
 TIMEOUT_MESSAGE = "handler did not answer in time"
 UNREADABLE_MESSAGE = "the hook input could not be read"
 # The error of every handler of an answer that was not sent because its audit record could not
@@ -319,6 +322,69 @@ def load_json(body: bytes | str) -> Any:
     if _deeper_than(value, MAX_INPUT_DEPTH + 1):  # + 1: the input around its values
         raise InputTooDeep
     return value
+
+
+# The top-level fields that identify an input (its session, its call), read from an input that
+# cannot be parsed so the answer to it can still be traced (:meth:`HookApp.answer_unreadable`).
+INPUT_ID_FIELDS = ("session_id", "tool_use_id", "turn_id", "prompt_id")
+# A JSON string, a run of opening or of closing brackets, or a separator: all the scan needs.
+# A run is one token, so a body of ten thousand "[" costs one match, not ten thousand.
+_SHALLOW_TOKENS = rb'"(?:[^"\\]|\\.)*"|[\[{]+|[\]}]+|[:,]'
+# How many tokens that scan reads at most: what it costs is bounded, whatever the input (past
+# it, the fields not yet found are left out).
+MAX_SCAN_TOKENS = 20_000
+
+
+def top_level_strings(raw: bytes, names: Collection[str]) -> dict[str, str]:
+    """The string values of the top-level object's fields ``names`` in a JSON input that may
+    not parse (nested too deep, cut off): a scan of its tokens that follows nesting only as a
+    count and never reads what is nested, so no depth stops it, and that reads at most
+    :data:`MAX_SCAN_TOKENS` tokens. A field whose value is not a string is left out; so is
+    everything when the input is not an object."""
+    import re  # the failure path only
+
+    found: dict[str, str] = {}
+    depth = 0
+    state = ""  # at depth 1: "key" expected, "colon" after a key, "value" after the colon
+    key: str | None = None
+    for count, match in enumerate(re.finditer(_SHALLOW_TOKENS, raw, re.DOTALL)):
+        if count >= MAX_SCAN_TOKENS:
+            break
+        token = match.group()
+        first = token[:1]
+        if first in b"[{":
+            if depth == 0 and first != b"{":
+                return {}  # not an object
+            depth += len(token)
+            state = "key" if depth == 1 else ""
+        elif first in b"]}":
+            depth -= len(token)
+            if depth <= 0:
+                break
+            state = ""
+        elif depth != 1:
+            continue
+        elif first == b",":
+            state = "key"
+        elif first == b":":
+            state = "value" if state == "colon" else ""
+        elif state == "key":
+            key, state = _json_text(token), "colon"
+        elif state == "value":
+            if key is not None and key in names:
+                value = _json_text(token)
+                if value is not None:
+                    found[key] = value
+            state = ""
+    return found
+
+
+def _json_text(token: bytes) -> str | None:
+    try:
+        value = json.loads(token)
+    except ValueError:
+        return None
+    return value if isinstance(value, str) else None
 
 
 def _deeper_than(value: Any, limit: int) -> bool:

@@ -4,21 +4,25 @@ Runbear reads a few fields of the Claude Code output and accepts everything else
 hook written for Claude Code never fails to parse", in the words of its hooks reference. What
 it reads:
 
-- ``decision`` and ``reason``: ``block`` blocks on UserPromptSubmit, PostToolUse and Stop (and
-  is ignored on SessionStart by the merge); on PreToolUse ``block`` is the older spelling of
-  deny and ``approve`` of allow (``deny`` and ``allow`` read as themselves). ``approve``
-  elsewhere is an old no-op spelling;
-- ``hookSpecificOutput``, an object whose ``hookEventName``, when present, names the event;
+- ``decision``, and ``reason`` as its reason: ``block`` blocks on UserPromptSubmit, PostToolUse
+  and Stop; on PreToolUse ``block`` is the older spelling of deny and ``approve`` of allow
+  (``deny`` and ``allow`` read as themselves), unless a ``permissionDecision`` is given, which
+  replaces them. ``approve`` elsewhere is an old no-op spelling. On SessionStart a block is
+  ignored, so no decision is read there;
+- ``hookSpecificOutput``, an object whose ``hookEventName``, when present, names the event, on
+  every event but Stop (which reads none of it);
 - in it, ``additionalContext`` on SessionStart, UserPromptSubmit and PostToolUse;
 - in it, on PreToolUse, ``permissionDecision`` (``allow``, ``deny``, ``ask`` or ``defer``),
-  ``permissionDecisionReason`` and ``updatedInput``.
+  ``permissionDecisionReason`` as its reason, and ``updatedInput`` unless the answer denies (an
+  ``ask`` is a deny): a denied call drops it.
 
 One of those with the wrong type or an unknown value is output Runbear cannot parse, a failure
 (:class:`~handler_kit.core.outputs.OutputError`). Any other key, at the top level or in
-``hookSpecificOutput``, is ignored whatever its type: ``"suppressOutput": "yes"`` beside a deny
-leaves the deny standing. Ignored keys are kept, as given, in the output's ``extra`` (top level)
-and ``specific`` (``hookSpecificOutput``) so a report can say what was ignored; nothing reads
-them as decisions.
+``hookSpecificOutput``, or one of those where it is not read (a ``reason`` with no
+``decision``), is ignored whatever its type: ``"suppressOutput": "yes"`` or ``"reason": {}``
+beside a ``permissionDecision: "deny"`` leaves the deny standing. Ignored keys are kept, as
+given, in the output's ``extra`` (top level) and ``specific`` (``hookSpecificOutput``) so a
+report can say what was ignored; nothing reads them as decisions.
 
 This is the runtime's reader, lenient by design. :func:`handler_kit.core.outputs.parse_output`
 is the reader of handler-kit's own handlers' answers, which are checked strictly; the two must
@@ -36,38 +40,40 @@ CONTEXT_EVENTS = frozenset({"SessionStart", "UserPromptSubmit", "PostToolUse"})
 # permission words themselves.
 _TOP_PERMISSIONS = {"block": "deny", "approve": "allow", "deny": "deny", "allow": "allow"}
 _READ_TOP = frozenset({"decision", "reason", "hookSpecificOutput"})
+# The events on which Runbear reads hookSpecificOutput (Stop reads none of it).
+_SPECIFIC_EVENTS = frozenset({"PreToolUse", *CONTEXT_EVENTS})
+_PERMISSION_KEYS = frozenset({"permissionDecision", "permissionDecisionReason", "updatedInput"})
+# A decision with which the call does not run: an updatedInput beside it is dropped unread.
+_DENIED = frozenset({"deny", "ask"})
 
 
 def read_answer(event: str, data: Any) -> Output:
     """Read a handler's JSON answer to ``event`` as Runbear does (see the module docstring).
 
     Raises :class:`~handler_kit.core.outputs.OutputError` when a field Runbear reads is not
-    what it can read; never for a field it ignores.
+    what it can read; never for a field it ignores. Whether a field is read can depend on the
+    others: ``reason`` is read as the reason of a top-level ``decision`` only;
+    ``permissionDecision`` replaces the top-level spelling; an ``updatedInput`` is dropped
+    with a deny; nothing of ``hookSpecificOutput`` is read on Stop, and no decision on
+    SessionStart. A field of the wrong type that would be dropped anyway cannot cost the
+    decision beside it.
     """
     if not isinstance(data, dict):
         raise OutputError("output must be a JSON object")
     out = Output()
-    reason = _string("reason", data.get("reason"))
-    decision = _string("decision", data.get("decision"))
-    if decision is not None:
-        if event == "PreToolUse":
-            if decision not in _TOP_PERMISSIONS:
-                raise OutputError(f"unknown decision {decision!r}")
-            out.decision, out.reason = _TOP_PERMISSIONS[decision], reason
-        elif decision == "block":
-            out.decision, out.reason = "block", reason
-        elif decision != "approve":  # an old no-op spelling outside PreToolUse
-            raise OutputError(f"unknown decision {decision!r}")
-    out.extra = {key: value for key, value in data.items() if key not in _READ_TOP} or None
-
     specific = data.get("hookSpecificOutput")
-    if specific is None:
-        return out
-    if not isinstance(specific, dict):
-        raise OutputError("hookSpecificOutput must be an object")
-    name = specific.get("hookEventName")
-    if name is not None and name != event:
-        raise OutputError(f"hookSpecificOutput.hookEventName is {name!r}, expected {event!r}")
+    if event in _SPECIFIC_EVENTS:
+        if specific is not None and not isinstance(specific, dict):
+            raise OutputError("hookSpecificOutput must be an object")
+        name = specific.get("hookEventName") if specific else None
+        if name is not None and name != event:
+            raise OutputError(f"hookSpecificOutput.hookEventName is {name!r}, expected {event!r}")
+    elif not isinstance(specific, dict):
+        specific = None  # not read on this event: whatever it is, it is ignored
+    specific = specific or {}
+    permission = specific.get("permissionDecision") if event == "PreToolUse" else None
+    if permission is None:  # a permissionDecision replaces the top-level spelling
+        _read_top(event, data, out)
     ignored: dict[str, Any] = {}
     for key, value in specific.items():
         if key == "hookEventName":
@@ -78,7 +84,7 @@ def read_answer(event: str, data: Any) -> Output:
             # Not read on PreToolUse and Stop (decision events): kept so a report can say so;
             # the merge leaves it out.
             out.context = value
-        elif event != "PreToolUse":
+        elif event != "PreToolUse" or key not in _PERMISSION_KEYS:
             ignored[key] = value
         elif key == "permissionDecision":
             if value is not None and value not in PERMISSION_DECISIONS:
@@ -87,16 +93,56 @@ def read_answer(event: str, data: Any) -> Output:
                 )
             if value is not None:
                 out.decision = value
-        elif key == "permissionDecisionReason":
-            out.reason = _string(key, value)
-        elif key == "updatedInput":
+    if permission is not None:
+        reason = specific.get("permissionDecisionReason")
+        if permission == "defer":  # ignored by Runbear: its reason is not read either
+            out.reason = reason if isinstance(reason, str) else None
+        else:
+            out.reason = _string("permissionDecisionReason", reason)
+    elif "permissionDecisionReason" in specific:
+        ignored["permissionDecisionReason"] = specific["permissionDecisionReason"]
+    if "updatedInput" in specific and event == "PreToolUse":
+        value = specific["updatedInput"]
+        if out.decision in _DENIED:
+            # dropped with a deny (an ask is one): never read, so never a failure
+            if isinstance(value, dict):
+                out.updated_input = value
+            elif value is not None:
+                ignored["updatedInput"] = value
+        else:
             if value is not None and not isinstance(value, dict):
                 raise OutputError("updatedInput must be an object")
             out.updated_input = value
-        else:
-            ignored[key] = value
+    out.extra = {key: value for key, value in data.items() if key not in _READ_TOP} or None
     out.specific = ignored or None
     return out
+
+
+def _read_top(event: str, data: dict[str, Any], out: Output) -> None:
+    """The top-level ``decision``, and ``reason`` as its reason."""
+    decision = data.get("decision")
+    if event == "SessionStart":
+        # a block is ignored there: a decision of any kind is not read (a block is kept so
+        # a report can say it was ignored)
+        if decision == "block":
+            out.decision, out.reason = "block", _lenient(data.get("reason"))
+        return
+    decision = _string("decision", decision)
+    if decision is None:
+        return  # a reason with no decision is the reason of nothing: not read
+    if event == "PreToolUse":
+        if decision not in _TOP_PERMISSIONS:
+            raise OutputError(f"unknown decision {decision!r}")
+        out.decision = _TOP_PERMISSIONS[decision]
+        out.reason = _string("reason", data.get("reason"))
+    elif decision == "block":
+        out.decision, out.reason = "block", _string("reason", data.get("reason"))
+    elif decision != "approve":  # an old no-op spelling outside PreToolUse
+        raise OutputError(f"unknown decision {decision!r}")
+
+
+def _lenient(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _string(key: str, value: Any) -> str | None:

@@ -19,7 +19,7 @@ import functools
 import logging
 import ssl
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import httpx
@@ -29,7 +29,7 @@ from handler_kit.core.matchers import compile_matcher
 from handler_kit.core.merge import Failure, merge
 from handler_kit.core.outputs import Output
 from handler_kit.dispatcher.http_call import Resolver, call_http, resolve_host
-from handler_kit.dispatcher.mcp_call import McpServer, call_mcp_tool
+from handler_kit.dispatcher.mcp_call import McpServer, call_mcp_tool, load_client
 from handler_kit.dispatcher.outcome import HandlerReport, Outcome
 from handler_kit.dispatcher.thread import Thread
 from handler_kit.runbear.document import (
@@ -232,6 +232,7 @@ class Dispatcher:
             thread.session_started = True
 
         if jobs:
+            self._prepare(handler for _, handler in jobs)
             limit = asyncio.Semaphore(MAX_CONCURRENT_HANDLERS)
             await asyncio.gather(
                 *(self._run_one(limit, report, handler, name, payload) for report, handler in jobs)
@@ -253,6 +254,16 @@ class Dispatcher:
         outcome.merged = merged
         self._read(outcome, thread, turn)
         return outcome
+
+    def _prepare(self, handlers: Iterable[HttpHandler | McpToolHandler]) -> None:
+        """What the handlers' calls need that is slow to make and holds the event loop while
+        it is made (the MCP client's import, the trust store): made here, before any
+        handler's clock starts, so that a handler's time counts from its own call."""
+        kinds = {type(handler) for handler in handlers}
+        if McpToolHandler in kinds:
+            load_client()
+        if HttpHandler in kinds:
+            self._http_client()
 
     def _read(self, outcome: Outcome, thread: Thread, turn: str) -> None:
         """Apply the event's reading of the merge, and the thread rules, to the outcome."""

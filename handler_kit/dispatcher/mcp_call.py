@@ -111,6 +111,19 @@ class McpServer:
         return self.schemas
 
 
+def load_client() -> None:
+    """Import the MCP client stack (``mcp``, ``httpx2``).
+
+    The import is synchronous and slow, and holds the event loop while it runs: done inside
+    a handler's call, it would spend that handler's timeout, and every sibling's running at
+    the same time. The dispatcher calls this before any handler's clock starts.
+    """
+    import httpx2  # noqa: F401
+    from mcp import Client  # noqa: F401
+    from mcp.client.streamable_http import streamable_http_client  # noqa: F401
+    from mcp.types import TextContent  # noqa: F401
+
+
 def read_tool_text(event_name: str, text: str) -> Output | None:
     """Read a tool's text as Claude Code reads command stdout (see the module docstring).
 

@@ -96,7 +96,7 @@ def inspector_extension(
     (else one of its own, by ``config``'s limit)."""
     from handler_kit.auth import FailedAuthLimiter
     from handler_kit.inspector.core import AsyncRecordStore, Inspector, RecordStore
-    from handler_kit.inspector.session import SessionSigner, session_secret
+    from handler_kit.inspector.session import LoginCodes, SessionSigner, session_secret
 
     store: RecordStore | AsyncRecordStore
     close_store: Callable[[], object]
@@ -121,11 +121,13 @@ def inspector_extension(
         sqlite = AuditStore(path)
         store, close_store = sqlite, sqlite.close
         source = f"audit trail{' (added by the inspector)' if added else ''}: {path}"
+    secret = session_secret(config.inspector_secret)
     inspector = Inspector(
         store,
         auth=auth,
         app_name=hook_app.name,
-        signer=SessionSigner(session_secret(config.inspector_secret)),
+        signer=SessionSigner(secret),
+        codes=LoginCodes(secret),
         source=source,
         close_store=close_store,
         failures=failures

@@ -39,7 +39,13 @@ from starlette.routing import Route
 
 from handler_kit.auth import AuthError, BearerAuth, FailedAuthLimiter
 from handler_kit.inspector import render
-from handler_kit.inspector.session import COOKIE_NAME, SessionSigner, jwt_expiry, session_secret
+from handler_kit.inspector.session import (
+    COOKIE_NAME,
+    LoginCodes,
+    SessionSigner,
+    jwt_expiry,
+    session_secret,
+)
 
 logger = logging.getLogger("handler_kit.inspector")
 
@@ -108,8 +114,11 @@ class Inspector:
         source: str = "audit trail",
         close_store: Callable[[], object] | None = None,
         failures: FailedAuthLimiter | None = None,
+        codes: LoginCodes | None = None,
     ) -> None:
         self.store = store
+        # one-time login links: only for a secret someone could have issued them with
+        self.codes = codes or LoginCodes(session_secret(None))
         # a store of coroutines is awaited on the loop; blocking calls go to a thread
         self._async_store = inspect.iscoroutinefunction(store.recent)
         self.auth = auth
@@ -214,6 +223,8 @@ class Inspector:
         return _html(html)
 
     async def login(self, request: Request) -> Response:
+        if request.method == "GET" and "code" in request.query_params:
+            return self._login_with_code(request)
         if request.method == "GET":
             next_path = _safe_next(request.query_params.get("next"))
             if await self.principal(request) is not None:
@@ -257,6 +268,34 @@ class Inspector:
             secure=request.url.scheme == "https",
         )
         logger.info("inspector login: %s from %s", principal, _client(request))
+        return response
+
+    def _login_with_code(self, request: Request) -> Response:
+        """A one-time login link (``handler-kit dev`` prints one): a session, once."""
+        client = self.failures.client(request.scope)
+        retry = self.failures.retry_after(client)
+        if retry is not None:
+            return _too_many(retry)
+        if not self.codes.redeem(request.query_params.get("code")):
+            retry = self.failures.failed(client, f"{BASE}/login")
+            if retry is not None:
+                return _too_many(retry)
+            page = render.login_page(
+                app_name=self.app_name,
+                error="That login link has expired or was used already: paste a token.",
+            )
+            return _html(page, 401)
+        response = _redirect(BASE)
+        response.set_cookie(
+            COOKIE_NAME,
+            self.signer.issue("login link", max_age=self.signer.max_age),
+            max_age=self.signer.max_age,
+            path=BASE,
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+        )
+        logger.info("inspector login: a one-time link from %s", _client(request))
         return response
 
     async def logout(self, request: Request) -> Response:

@@ -98,3 +98,45 @@ def jwt_expiry(token: str) -> float | None:
         return None
     exp = claims.get("exp")
     return float(exp) if isinstance(exp, int | float) else None
+
+
+LOGIN_CODE_SECONDS = 120
+_LOGIN_PRINCIPAL = "login link"
+
+
+class LoginCodes:
+    """One-time login links (``/_inspector/login?code=...``), which ``handler-kit dev`` prints
+    so that the token need not be pasted into the login form.
+
+    A code is signed with a key of its own, derived from the session secret (so a code is
+    never a valid cookie, nor a cookie a code), expires after :data:`LOGIN_CODE_SECONDS`, and
+    is good once: redeeming it creates a marker file named by its digest, exclusively, in
+    ``folder``, which every worker and every process a reload starts see alike.
+    """
+
+    def __init__(self, secret: bytes, folder: str | None = None) -> None:
+        import tempfile
+
+        key = hmac.new(secret, b"handler-kit inspector one-time login code", hashlib.sha256)
+        self._signer = SessionSigner(key.digest(), max_age=LOGIN_CODE_SECONDS)
+        self._folder = folder or tempfile.gettempdir()
+
+    def issue(self, now: float | None = None) -> str:
+        return self._signer.issue(_LOGIN_PRINCIPAL, now=now)
+
+    def redeem(self, code: str | None, now: float | None = None) -> bool:
+        """Whether ``code`` is valid, unexpired and not used before; it is used from now on."""
+        import os
+
+        if self._signer.principal(code, now=now) != _LOGIN_PRINCIPAL:
+            return False
+        assert code is not None
+        digest = hashlib.sha256(code.encode()).hexdigest()[:40]
+        marker = os.path.join(self._folder, f"handler-kit-login-{digest}")
+        try:
+            os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        except FileExistsError:
+            return False
+        except OSError:
+            return False  # nowhere to record it: refused rather than good twice
+        return True

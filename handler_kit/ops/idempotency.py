@@ -16,6 +16,14 @@ and it is the same caller: the key also holds the principal the server authentic
 
 Stores: :class:`MemoryStore` (one process; the default when a handler is idempotent) and
 :class:`RedisStore` (``HANDLER_KIT_IDEMPOTENCY_REDIS_URL``; several workers and replicas).
+
+What Redis holds is signed: anything that reaches Redis (another pod, a leaked password) could
+otherwise replace a recorded deny with an allow, and the runtime's retry would get the allow.
+Each value carries an HMAC-SHA256 of the Redis key and the value under a key every replica
+shares (``HANDLER_KIT_IDEMPOTENCY_KEYS``: the first signs, all verify, for rotation). A value
+without a valid MAC (planted, written before the upgrade, or signed with a retired key) is a
+miss: it is replaced, the handler runs again, and the metric
+``handler_kit_idempotency_invalid_total`` counts it.
 Both handle concurrent duplicates the same way: the first call takes an in-progress marker
 (Redis ``SET NX PX``) and runs the handler; a duplicate waits for its result, bounded by its
 own handler deadline (a fail-closed gate still answers its safe decision in time). A run that
@@ -28,12 +36,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import hmac
 import json
 import logging
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -110,6 +119,87 @@ _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 """
+# Take the key over from a value that failed verification, unless it changed meanwhile.
+_REPLACE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+  return 1
+end
+return 0
+"""
+# The prefix of a signed value, and what its MAC covers besides the value (the Redis key, so a
+# value signed for one call cannot be copied onto another's key).
+_SIGNED = b"hk1:"
+_MAC_CONTEXT = b"handler-kit idempotency record v1\x00"
+_MAC_HEX = 64
+# How often values without a valid MAC are summed up in the log.
+INVALID_LOG_INTERVAL = 60.0
+
+
+class RecordSigner:
+    """Signs and verifies the values of the Redis store: HMAC-SHA256 under ``keys[0]``,
+    verified under any of ``keys`` (a key being rotated in or out), in constant time."""
+
+    def __init__(self, keys: Sequence[str | bytes]) -> None:
+        encoded = tuple(k.encode() if isinstance(k, str) else bytes(k) for k in keys)
+        if not encoded or not all(encoded):
+            raise ValueError("the idempotency store needs at least one non-empty MAC key")
+        self._keys = encoded
+
+    def __repr__(self) -> str:
+        return f"RecordSigner(<{len(self._keys)} keys>)"  # never the keys
+
+    @staticmethod
+    def _message(name: str, payload: bytes) -> bytes:
+        return _MAC_CONTEXT + name.encode("utf-8", "surrogatepass") + b"\x00" + payload
+
+    def sign(self, name: str, payload: bytes) -> bytes:
+        """``payload`` as stored at ``name``: prefix, MAC, payload."""
+        mac = hmac.new(self._keys[0], self._message(name, payload), hashlib.sha256)
+        return _SIGNED + mac.hexdigest().encode() + b":" + payload
+
+    def verify(self, name: str, value: bytes) -> bytes | None:
+        """The payload of ``value`` stored at ``name`` if one of the keys signed it, else None."""
+        head = len(_SIGNED)
+        if not value.startswith(_SIGNED) or value[head + _MAC_HEX : head + _MAC_HEX + 1] != b":":
+            return None
+        given = value[head : head + _MAC_HEX]
+        payload = value[head + _MAC_HEX + 1 :]
+        message = self._message(name, payload)
+        valid = False
+        for key in self._keys:  # every key, whichever matches: no early exit to time
+            expected = hmac.new(key, message, hashlib.sha256).hexdigest().encode()
+            valid |= hmac.compare_digest(expected, given)
+        return payload if valid else None
+
+
+class _InvalidRecords:
+    """Counts the values that failed verification; logs a summary at most once a window
+    (the count only: never a key, a value or what it held)."""
+
+    def __init__(self, on_invalid: Callable[[], None] | None, interval: float) -> None:
+        self.on_invalid = on_invalid
+        self.interval = interval
+        self.unlogged = 0
+        self.logged_at: float | None = None
+
+    def __call__(self) -> None:
+        if self.on_invalid is not None:
+            try:
+                self.on_invalid()
+            except Exception:
+                logger.exception("could not count an invalid idempotency record")
+        self.unlogged += 1
+        now = time.monotonic()
+        if self.logged_at is None or now - self.logged_at >= self.interval:
+            logger.warning(
+                "%d idempotency record(s) in Redis had no valid MAC and were ignored (their "
+                "handlers ran again): written before the upgrade, signed with a key no longer "
+                "in HANDLER_KIT_IDEMPOTENCY_KEYS, or planted by something that reaches Redis",
+                self.unlogged,
+            )
+            self.unlogged = 0
+            self.logged_at = now
 
 
 class RedisStore:
@@ -117,7 +207,9 @@ class RedisStore:
 
     One key per call: ``{"s": "pending", "o": owner}`` while the first call runs (``SET NX``
     with a lock TTL a little over the handler's timeout, so a crashed worker's marker expires),
-    then ``{"s": "done", "out": <Claude Code JSON>}`` for ``ttl`` seconds.
+    then ``{"s": "done", "out": <Claude Code JSON>}`` for ``ttl`` seconds; each signed by
+    :class:`RecordSigner` under ``keys`` (``hk1:<hex MAC>:<JSON>``). A value that does not
+    verify is replaced (compare-and-set) as if the key were free, and ``on_invalid`` is called.
     """
 
     def __init__(
@@ -125,11 +217,15 @@ class RedisStore:
         url: str,
         ttl: float = DEFAULT_TTL,
         *,
+        keys: Sequence[str | bytes],
         prefix: str = "handler-kit:idem:",
         poll_min: float = 0.002,
         poll_max: float = 0.05,
+        on_invalid: Callable[[], None] | None = None,
     ) -> None:
         self.url = url
+        self.signer = RecordSigner(keys)
+        self._invalid = _InvalidRecords(on_invalid, INVALID_LOG_INTERVAL)
         self.ttl = ttl
         self.prefix = prefix
         self.poll_min = poll_min
@@ -163,20 +259,44 @@ class RedisStore:
 
         client = self.client()
         name = self.prefix + key
-        marker = json.dumps({"s": "pending", "o": secrets.token_hex(8)})
+        marker = self.signer.sign(
+            name, json.dumps({"s": "pending", "o": secrets.token_hex(8)}).encode()
+        )
+        lock_ms = int(lock_seconds * 1000)
         delay = self.poll_min
         while True:
+            state: dict[str, Any] | None = None
             try:
-                acquired = await client.set(name, marker, nx=True, px=int(lock_seconds * 1000))
+                acquired = await client.set(name, marker, nx=True, px=lock_ms)
                 value = None if acquired else await client.get(name)
+                if value is not None:
+                    state = self._state(name, value)
+                    if state is None:  # not ours: a miss, and the key is taken over
+                        self._invalid()
+                        acquired = bool(
+                            await client.eval(_REPLACE, 1, name, value, marker, lock_ms)
+                        )
+                        value = None
             except (RedisError, OSError) as exc:
                 raise IdempotencyUnavailable(f"idempotency store unavailable: {exc}") from exc
             if acquired:
                 break
-            if value is not None:
-                state = json.loads(value)
-                if state.get("s") == "done":
+            if state is not None and state.get("s") == "done":
+                try:
                     return parse_output(event_name, state["out"]), True
+                except Exception:  # signed by us, yet unreadable (another version): a miss
+                    logger.warning("a recorded idempotent answer could not be read; running")
+                    self._invalid()
+                    try:
+                        acquired = bool(
+                            await client.eval(_REPLACE, 1, name, value, marker, lock_ms)
+                        )
+                    except (RedisError, OSError) as exc:
+                        raise IdempotencyUnavailable(
+                            f"idempotency store unavailable: {exc}"
+                        ) from exc
+                    if acquired:
+                        break
             # running elsewhere (or just released): wait, bounded by the handler deadline
             await asyncio.sleep(delay)
             delay = min(delay * 1.5, self.poll_max)
@@ -185,14 +305,28 @@ class RedisStore:
         except BaseException:
             self._release(client, name, marker)
             raise
-        record = json.dumps({"s": "done", "out": output.render(event_name)})
+        record = self.signer.sign(
+            name, json.dumps({"s": "done", "out": output.render(event_name)}).encode()
+        )
         try:
             await client.set(name, record, px=int(self.ttl * 1000))
         except (RedisError, OSError):
             logger.exception("could not record the answer of %s; a retry will run it again", key)
         return output, False
 
-    def _release(self, client: Any, name: str, marker: str) -> None:
+    def _state(self, name: str, value: bytes | str) -> dict[str, Any] | None:
+        """The state a value of ours holds, or None for one that does not verify."""
+        raw = value.encode("utf-8", "surrogateescape") if isinstance(value, str) else value
+        payload = self.signer.verify(name, raw)
+        if payload is None:
+            return None
+        try:
+            state = json.loads(payload)
+        except ValueError:
+            return None
+        return state if isinstance(state, dict) else None
+
+    def _release(self, client: Any, name: str, marker: bytes) -> None:
         """Drop our in-progress marker, in the background: a failed or late run must not wait
         on Redis to give its (fail-closed) answer."""
 

@@ -90,6 +90,12 @@ class Metrics:
             ("event", "handler"),
             registry=self.registry,
         )
+        self.idempotency_invalid = Counter(
+            "handler_kit_idempotency_invalid_total",
+            "Idempotency records in Redis without a valid MAC (planted, written before the "
+            "upgrade, or signed with a retired key): ignored, their handlers ran again.",
+            registry=self.registry,
+        )
         self.audit_dropped = Counter(
             "handler_kit_audit_dropped_total",
             "Answers whose audit records were dropped: the audit queue was full.",

@@ -220,7 +220,7 @@ class Operations:
             audit=_audit(hook_app, settings, command=command, secrets=secrets, metrics=metrics),
             metrics=metrics,
             tracing=_tracing(hook_app, settings),
-            idempotency=_idempotency(hook_app, settings) if wants_idempotency else None,
+            idempotency=(_idempotency(hook_app, settings, metrics) if wants_idempotency else None),
             command=command,
             traceparent=traceparent,
         )
@@ -262,8 +262,11 @@ class Operations:
 
     @contextlib.asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
-        """The server lifespan context: flush and close on the way out."""
+        """The server lifespan context: the durable audit trail's sinks probed on the way in
+        (``/readyz`` says ready once they commit), flushed and closed on the way out."""
         try:
+            if self.audit is not None:
+                await self.audit.start()
             yield
         finally:
             await self.aclose()
@@ -320,7 +323,9 @@ def _tracing(hook_app: HookApp, settings: OperationsConfig) -> Tracing | None:
     return tracing.Tracing(provider, owned=owned)
 
 
-def _idempotency(hook_app: HookApp, settings: OperationsConfig) -> Idempotency:
+def _idempotency(
+    hook_app: HookApp, settings: OperationsConfig, metrics: Metrics | None = None
+) -> Idempotency:
     import multiprocessing
 
     from handler_kit.config import IdempotencyStore
@@ -330,7 +335,12 @@ def _idempotency(hook_app: HookApp, settings: OperationsConfig) -> Idempotency:
     if settings.idempotency_store is not None:
         store = settings.idempotency_store
     elif settings.idempotency_redis_url:
-        store = RedisStore(settings.idempotency_redis_url, ttl=settings.idempotency_ttl)
+        store = RedisStore(
+            settings.idempotency_redis_url,
+            ttl=settings.idempotency_ttl,
+            keys=settings.idempotency_keys,
+            on_invalid=metrics.idempotency_invalid.inc if metrics is not None else None,
+        )
     else:
         store = MemoryStore(ttl=settings.idempotency_ttl)
         if multiprocessing.parent_process() is not None:

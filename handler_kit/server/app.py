@@ -58,6 +58,11 @@ class HandlerKitASGI:
 
         from handler_kit.ops.operations import Operations
 
+        if hook_app.config_errors:
+            # a server answering with a misconfigured app would decide by settings nobody meant
+            raise ConfigError(
+                f"app {hook_app.name!r} is misconfigured: {'; '.join(hook_app.config_errors)}"
+            )
         self.hook_app = hook_app
         self.auth = config.authenticator()
         # static tokens are checked without a coroutine per request

@@ -37,6 +37,7 @@ from handler_kit.core.events import HookEvent, model_for
 from handler_kit.core.matchers import is_match_all
 from handler_kit.core.outputs import Output, OutputError
 from handler_kit.core.vocabulary import (
+    INPUT_ID_FIELDS,
     MAX_INPUT_DEPTH,
     Answer,
     Handler,
@@ -45,6 +46,7 @@ from handler_kit.core.vocabulary import (
     Status,
     dump_json,
     load_json,
+    top_level_strings,
 )
 
 Scope = MutableMapping[str, Any]
@@ -467,7 +469,7 @@ class Webhook:
             try:
                 event = parse_hook_input(body, route.event)
             except HTTPError as error:
-                return self.unreadable(route.handler, error, scope)
+                return self.unreadable(route.handler, error, scope, body)
         name = event.hook_event_name
         if name != route.event or (raw_event is not None and raw_event != route.event_header):
             raise _mismatch(route, name, raw_event)
@@ -555,7 +557,7 @@ class Webhook:
         try:
             event = parse_hook_input(body, expected)
         except HTTPError as error:
-            return self.unreadable(handler, error, scope)
+            return self.unreadable(handler, error, scope, body)
         name = event.hook_event_name
         if event_header is not None and name != event_header:
             raise HTTPError(
@@ -577,10 +579,13 @@ class Webhook:
         answer = await self.hook_app.answer(event, handlers, transport="webhook", context=context)
         return _body(answer, name)
 
-    def unreadable(self, handler: Handler | None, error: HTTPError, scope: Scope) -> bytes:
+    def unreadable(
+        self, handler: Handler | None, error: HTTPError, scope: Scope, body: bytes = b""
+    ) -> bytes:
         """The answer to an input the route's handler cannot read: the handler's safe
-        decision when it fails closed; otherwise ``error`` is raised as it is."""
-        if handler is None:
+        decision when it fails closed; otherwise ``error`` is raised as it is. The input's
+        ids, when they can still be read from ``body``, go to its audit record."""
+        if handler is None or not handler.fail_closed:
             raise error
         headers = scope.get("handler_kit.headers") or dict(scope["headers"])
         answer = self.hook_app.answer_unreadable(
@@ -589,6 +594,7 @@ class Webhook:
             f"{error.code}: {error.message}",
             transport="webhook",
             context=_context(scope, headers.get(b"traceparent")),
+            known=top_level_strings(body, INPUT_ID_FIELDS) if body else None,
         )
         if answer is None:  # the handler does not fail closed
             raise error

@@ -136,11 +136,16 @@ def test_a_malformed_case_is_exit_2_naming_file_and_case(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     typo = {"name": "typo", "event": PASSING[0]["event"], "expect": {"desicion": "deny"}}
-    bad = write_json(tmp_path / "bad.json", [PASSING[0], typo])
+    other = {"name": "other", "evnt": {}, "expect": {"decision": "deny"}}
+    bad = write_json(tmp_path / "bad.json", [PASSING[0], typo, other])
     code, out, err = handler_kit_test(capsys, bad, "--app", APP)
     assert (code, out) == (2, "")
-    assert err.startswith(f"handler-kit: {bad}: case 2 ('typo'): expect.desicion: ")
-    assert len(err.splitlines()) == 1
+    # every bad case, one line each, a misspelt key with the key it is close to
+    assert err.splitlines() == [
+        f"handler-kit: {bad}: case 2 ('typo'): expect.desicion: no such key (did you mean "
+        "'decision'?)",
+        f"{bad}: case 3 ('other'): evnt: no such key (did you mean 'event'?)",
+    ]
 
 
 def test_junit_to_stdout(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -159,8 +164,13 @@ def test_url_token_from_the_environment_or_the_option(
 ) -> None:
     cases = write_json(tmp_path / "shell.json", PASSING)
     monkeypatch.delenv("HANDLER_KIT_TOKEN", raising=False)
-    code, out, _ = handler_kit_test(capsys, cases, "--url", cases_server.url)
-    assert code == 1 and "no answer to compare: HTTP 401: " in out
+    # no token: said once, up front, naming the client's variable and the server's
+    code, out, err = handler_kit_test(capsys, cases, "--url", cases_server.url)
+    assert (code, out) == (2, "")
+    assert err == (
+        "handler-kit: the server wants a bearer token and none was given: pass --token or set "
+        "HANDLER_KIT_TOKEN (to one of the tokens in the server's HANDLER_KIT_TOKENS)\n"
+    )
     code, out, _ = handler_kit_test(
         capsys, cases, "--url", cases_server.url, "--token", cases_server.token
     )

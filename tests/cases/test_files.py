@@ -60,8 +60,15 @@ def _case(**changes: Any) -> dict[str, Any]:
         ([_case(expect={})], "expect names nothing to check"),
         ([_case(expect={"reason": "("})], "expect.reason: not a regular expression"),
         ([_case(expect={"decision": "approve"})], "expect.decision: Input should be 'allow'"),
-        ([_case(expect={"decsion": "deny"})], "expect.decsion: Extra inputs are not permitted"),
-        ([_case(evnt={})], "case 1 ('c'): evnt: Extra inputs are not permitted"),
+        (
+            [_case(expect={"decsion": "deny"})],
+            "expect.decsion: no such key (did you mean 'decision'?)",
+        ),
+        ([_case(evnt={})], "case 1 ('c'): evnt: no such key (did you mean 'event'?)"),
+        (
+            [_case(expect={"decision": "deny", "xyz": 1})],
+            "expect.xyz: no such key (the keys are ",
+        ),
         ([_case(handler="a/b")], "handler: not a handler name: 'a/b'"),
         ([_case(), _case()], "case 2 ('c'): the name 'c' is taken by case 1"),
         (["not a case"], "case 1: a case must be a mapping"),
@@ -79,6 +86,22 @@ def test_a_malformed_file_is_one_line_naming_where(
     text = str(raised.value)
     assert text.startswith(f"{path}: ") and message in text, text
     assert "\n" not in text
+
+
+def test_a_yaml_error_shows_its_line_column_and_text(tmp_path: Path) -> None:
+    path = tmp_path / "cases.yaml"
+    path.write_text(
+        "cases:\n  - event: {hook_event_name: Stop\n    expect: {decision: none}\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(CaseFileError) as raised:
+        load_case_file(path)
+    assert str(raised.value).splitlines() == [
+        f"{path}, line 3, column 11: not valid YAML: expected ',' or '}}', but got ':' "
+        "(while parsing a flow mapping)",
+        "        expect: {decision: none}",
+        "              ^",
+    ]
 
 
 @pytest.mark.parametrize(

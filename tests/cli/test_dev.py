@@ -100,6 +100,17 @@ def test_dev_serves_reloads_on_change_and_explains_a_broken_edit(tmp_path: Path)
         ), line
         # the inspector is on: its page answers (a login page), it is not a 404
         assert httpx.get(f"{base}/_inspector", timeout=10).status_code != 404
+        # the one-time login link: a session without pasting the token, once
+        link = re.search(r"Inspector: (http\S+/_inspector/login\?code=\S+)", output).group(1)
+        first = httpx.get(link, timeout=10)
+        assert first.status_code in (302, 303, 307), first.text
+        assert first.headers["location"] == "/_inspector"
+        session = first.cookies
+        page = httpx.get(f"{base}/_inspector", cookies=session, timeout=10)
+        assert page.status_code == 200 and 'class="login"' not in page.text
+        again = httpx.get(link, timeout=10)
+        assert again.status_code == 401 and "expired or was used already" in again.text
+        assert "hk_inspector" not in again.cookies
 
         module.write_text(GATE.format(reason="version two"))
         until(lambda: "ok" if reason() == "version two" else None, RELOAD_TIMEOUT, server)
@@ -116,8 +127,121 @@ def test_dev_serves_reloads_on_change_and_explains_a_broken_edit(tmp_path: Path)
         )
         assert message.startswith("handler-kit dev: importing 'gate' failed: ")
         assert f"{module}, line 8: SyntaxError: " in message
-        assert message.endswith("return deny('version three'; waiting for a change")
+        assert message.endswith(
+            "return deny('version three'; waiting for a change (meanwhile the last good "
+            "version's fail-closed gates answer with their safe decision, every other call a 503)"
+        )
 
         module.write_text(GATE.format(reason="version three"))
         until(lambda: "ok" if reason() == "version three" else None, RELOAD_TIMEOUT, server)
         assert "Traceback" not in server.output()
+
+
+BROKEN_GATES = """\
+from handler_kit import HookApp, PreToolUse, deny
+
+app = HookApp("dev-gates")
+
+
+@app.pre_tool_use(matcher="issue_refund", fail_closed=True)
+def refund_gate(event: PreToolUse):
+    return deny("over the limit")
+
+
+@app.post_tool_use()
+def note(event):
+    return "noted"
+"""
+
+
+def test_a_broken_module_is_answered_at_once_and_virtualenvs_are_not_watched(
+    tmp_path: Path,
+) -> None:
+    """While the module does not import, the last good version's fail-closed gate answers
+    with its safe decision naming the error, every other call gets a JSON 503 naming the file
+    and line, each at once (before, each call waited for the next edit); a change in a
+    virtualenv, node_modules or an --ignore'd folder restarts nothing."""
+    module = tmp_path / "gates.py"
+    module.write_text(BROKEN_GATES)
+    venv = tmp_path / "env-one"  # a virtualenv of any name: it holds pyvenv.cfg
+    (venv / "lib").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (venv / "lib" / "installed.py").write_text("x = 1\n")
+    for folder in (".venv/lib", "node_modules/pkg", "scratch"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "mod.py").write_text("x = 1\n")
+    port = free_port()
+    token = "dev-broken-token-0123456789"
+    env = clean_env(HANDLER_KIT_TOKENS=token)
+    argv = [str(HANDLER_KIT), "dev", "gates:app", "--port", str(port), "--ignore", "scratch"]
+    base = f"http://127.0.0.1:{port}"
+    auth = {"Authorization": f"Bearer {token}"}
+    with process(argv, env, cwd=tmp_path) as server:
+        server.wait_started(timeout=START_TIMEOUT)
+        until(
+            lambda: "up" if httpx.get(f"{base}/healthz", timeout=5).status_code == 200 else None,
+            START_TIMEOUT,
+            server,
+        )
+        for path in (venv / "lib" / "installed.py", *(tmp_path.glob("*/*/mod.py"))):
+            path.write_text("x = 2\n")
+        (tmp_path / "scratch" / "mod.py").write_text("x = 2\n")
+        time.sleep(2.0)  # the watcher looks four times a second
+        assert "detected changes" not in server.output(), server.output()
+
+        module.write_text(BROKEN_GATES.replace('"noted"', '"noted"('))
+        until(
+            lambda: "ok" if "waiting for a change" in server.output() else None,
+            RELOAD_TIMEOUT,
+            server,
+        )
+        # the process serving the broken module is up once its health check answers
+        until(
+            lambda: "up" if httpx.get(f"{base}/healthz", timeout=5).status_code == 200 else None,
+            RELOAD_TIMEOUT,
+            server,
+        )
+        gate_event = {
+            "session_id": "s",
+            "hook_event_name": "PreToolUse",
+            "tool_name": "issue_refund",
+            "tool_input": {"amount": 10},
+        }
+        started = time.monotonic()
+        gate = httpx.post(f"{base}/hooks", json=gate_event, headers=auth, timeout=10)
+        gate_seconds = time.monotonic() - started
+        assert gate.status_code == 200, gate.text
+        output = gate.json()["hookSpecificOutput"]
+        assert output["permissionDecision"] == "deny"
+        where = f"{module}, line 13: SyntaxError: "
+        assert where in output["permissionDecisionReason"]
+        named = httpx.post(f"{base}/hooks/refund_gate", json=gate_event, headers=auth, timeout=10)
+        assert named.json()["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+        other_event = {"session_id": "s", "hook_event_name": "PostToolUse", "tool_name": "x"}
+        started = time.monotonic()
+        other = httpx.post(f"{base}/hooks", json=other_event, headers=auth, timeout=10)
+        other_seconds = time.monotonic() - started
+        assert other.status_code == 503
+        assert other.headers["content-type"] == "application/json"
+        assert where in other.json()["detail"]
+        # a call for another tool is no gate's either
+        bash = {**gate_event, "tool_name": "Bash"}
+        assert httpx.post(f"{base}/hooks", json=bash, headers=auth, timeout=10).status_code == 503
+        # and no one learns of the error without the token
+        assert httpx.post(f"{base}/hooks", json=other_event, timeout=10).status_code == 401
+        assert gate_seconds < 1.0 and other_seconds < 1.0, (gate_seconds, other_seconds)
+
+        module.write_text(BROKEN_GATES)
+        until(
+            lambda: (
+                "ok"
+                if httpx.post(
+                    f"{base}/hooks", json=other_event, headers=auth, timeout=10
+                ).status_code
+                == 200
+                else None
+            ),
+            RELOAD_TIMEOUT,
+            server,
+        )

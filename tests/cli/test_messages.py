@@ -108,7 +108,10 @@ def test_a_missing_extra_names_the_install_line(tmp_path: Path) -> None:
             # an app with an idempotent handler: without the check it starts, then every call
             # to that handler fails
             "redis": serve(
-                OPS_APP, "redis", HANDLER_KIT_IDEMPOTENCY_REDIS_URL="redis://127.0.0.1:1/0"
+                OPS_APP,
+                "redis",
+                HANDLER_KIT_IDEMPOTENCY_REDIS_URL="redis://127.0.0.1:1/0",
+                HANDLER_KIT_IDEMPOTENCY_KEYS="k" * 32,
             ),
             "postgres": serve(
                 TARGET, "psycopg", HANDLER_KIT_AUDIT="postgresql://u:pw-secret@127.0.0.1:1/db"

@@ -48,7 +48,9 @@ def test_a_bad_value_is_one_usage_line(option: str, value: str, message: str) ->
     )
     assert result.returncode == 2
     assert result.stdout == ""
-    last = result.stderr.strip().splitlines()[-1]
-    assert last.startswith(f"handler-kit serve: error: argument {option}: {message}"), last
+    # one line: the usage is not printed first
+    assert result.stderr.startswith(f"handler-kit serve: {message}"), result.stderr
+    assert result.stderr.endswith(" (see handler-kit serve --help)\n"), result.stderr
+    assert len(result.stderr.splitlines()) == 1, result.stderr
     assert "Traceback" not in result.stderr
     assert "<lambda>" not in result.stderr

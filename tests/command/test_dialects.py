@@ -302,3 +302,35 @@ def test_safe_output_per_event() -> None:
         }
     }
     assert dialects.safe_output("PostToolUse", "r") is None
+
+
+FOR_ANOTHER_EVENT = {
+    "decision": "block",
+    "reason": "Billing questions only.",
+    "hookSpecificOutput": {
+        "hookEventName": "PostToolUse",
+        "permissionDecision": "allow",
+        "additionalContext": "Approved.",
+    },
+}
+
+
+def test_posit_ignores_a_hook_specific_output_for_another_event() -> None:
+    """Posit ignores it with a warning: dropped, not relabelled and applied; what is left of
+    the answer (a top-level block) stands, and a fail-closed gate with nothing left denies."""
+    allow = {"hookSpecificOutput": FOR_ANOTHER_EVENT["hookSpecificOutput"]}
+    ignored = dialects.render("posit", "PreToolUse", allow)
+    assert ignored.stdout == b"{}\n"
+    assert ignored.notes == (
+        "PreToolUse: the answer's hookSpecificOutput is for 'PostToolUse'; Posit ignores it, "
+        "dropped",
+    )
+    gate = dialects.render("posit", "PreToolUse", allow, fail_closed=True)
+    assert json.loads(gate.stdout) == deny(
+        "Blocked by policy: this check answered for PostToolUse, not PreToolUse, and is "
+        "configured to fail closed."
+    )
+    prompt = dialects.render("posit", "UserPromptSubmit", FOR_ANOTHER_EVENT, fail_closed=True)
+    assert json.loads(prompt.stdout) == {"decision": "block", "reason": "Billing questions only."}
+    legacy = dialects.render("posit", "PreToolUse", FOR_ANOTHER_EVENT)
+    assert json.loads(legacy.stdout) == deny("Billing questions only.")

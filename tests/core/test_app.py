@@ -497,12 +497,12 @@ def test_decoration_errors_are_clear(hooks):
         @hooks.stop(name="bad name!")
         def bad(event): ...
 
-    with pytest.raises(TypeError, match="'no_args' must take the event"):
+    with pytest.raises(TypeError, match="'no_args': must take the event"):
 
         @hooks.stop()
         def no_args(): ...
 
-    with pytest.raises(TypeError, match="'two_args' must take the event"):
+    with pytest.raises(TypeError, match="'two_args': must take the event"):
 
         @hooks.stop()
         def two_args(event, extra): ...

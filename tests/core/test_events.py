@@ -76,7 +76,7 @@ def test_corpus_inputs_accepted_by_the_real_webhook(hooks):
         async def record(event: HookEvent) -> None:
             seen.append((event.hook_event_name, type(event)))
 
-    # no /mcp: 31 MCP tools' schemas are start-up work this test is not about
+    # no /mcp: 32 MCP tools' schemas are start-up work this test is not about
     config = ServerConfig(tokens=["corpus-token-0123456789abcdef"], mcp=False)
     with running_server(hooks, config=config) as server, server.http() as http:
         for path in INPUTS:

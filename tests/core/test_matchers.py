@@ -158,7 +158,8 @@ def test_matchers_filter_handlers_per_event_field(hooks):
 # server, tool -> names it must match, names it must never match (seed 000's naming rules:
 # Anthropic agents <server>_<tool> with characters other than letters, digits and _ replaced;
 # Claude Agent SDK agents mcp__<server>__<tool>, the server trimmed, runs collapsed, _2
-# suffixes; the sandbox runtime <server>__<tool>).
+# suffixes; the sandbox runtime <server>__<tool>; Claude Code's plugin servers
+# mcp__plugin_<plugin>_<server>__<tool>).
 SPELLINGS = [
     (
         "orders",
@@ -170,6 +171,9 @@ SPELLINGS = [
             "orders_2_refund",  # a renamed twin
             "mcp__orders_2__refund",
             "mcp__orders_13__refund",
+            "mcp__plugin_shop_orders__refund",  # Claude Code, a plugin's server
+            "mcp__plugin_fjord-tools_orders__refund",
+            "mcp__plugin_shop_orders_2__refund",
         ],
         [
             "orders_refund_status",
@@ -180,6 +184,10 @@ SPELLINGS = [
             "xorders_refund",
             "mcp__orders__refund\n",
             "mcp__orders_x__refund",
+            "mcp__plugin_shop_orders__refund_status",
+            "mcp__plugin_shop_myorders__refund",
+            "mcp__plugin__orders__refund",
+            "plugin_shop_orders__refund",
             "orders_refund ",
             "ORDERS_REFUND",
         ],
@@ -193,6 +201,7 @@ SPELLINGS = [
             "context-server_lookup",  # Classic agents keep names as they are
             "context_server__lookup",
             "mcp__context-server_2__lookup",
+            "mcp__plugin_kit_context-server__lookup",
         ],
         ["context_server_lookup_v2", "mcp__context_server__lookups", "context__server_lookup"],
     ),
@@ -382,6 +391,7 @@ NODE_PATTERNS = [
     "a(?!b)",
     "[.][^.]",
     "^(?:orders(?:_[0-9]+)?__?refund|mcp__orders(?:_[0-9]+)?__refund)$",
+    "^(?:mcp__plugin_[A-Za-z0-9_-]+_orders(?:_[0-9]+)?__refund)$",
 ]
 NODE_VALUES = [
     "mcp__crm__lookup",
@@ -423,6 +433,8 @@ NODE_VALUES = [
     "orders_refund",
     "mcp__orders_2__refund",
     "orders_refund_status",
+    "mcp__plugin_shop_orders__refund",
+    "mcp__plugin__orders__refund",
 ]
 
 
@@ -457,7 +469,7 @@ def test_matchers_agree_with_javascript_itself():
 def test_a_matcher_on_an_event_without_one_is_refused_at_decoration(event, hooks):
     with pytest.raises(ValueError) as info:
         hooks.on(event, matcher="startup")
-    assert str(info.value) == (
+    assert info.value.reason == (
         f"{event} has no matcher: the runtimes ignore a matcher there and run the handler on "
         f"every {event}; remove matcher='startup'"
     )
@@ -538,6 +550,7 @@ def _reference_tool_matcher(server: str, tool: str) -> str:
     )
     if claude_code not in spellings:
         spellings.append(claude_code)
+    spellings.append("mcp__plugin_[A-Za-z0-9_-]+_" + claude_code.removeprefix("mcp__"))
     return f"^(?:{'|'.join(spellings)})$"
 
 

@@ -27,7 +27,8 @@ def refund(tool: str = "issue_refund", **tool_input: Any) -> dict[str, Any]:
 
 
 def test_defaults_are_the_documented_policy():
-    assert refund_gate.REFUND_LIMIT == 500
+    assert refund_gate.REFUND_LIMIT == 500 and refund_gate.CURRENCY == "USD"
+    assert refund_gate.app.config_errors == ()
     gate = refund_gate.app.by_name["refund_gate"]
     assert gate.event == "PreToolUse" and gate.fail_closed
     assert gate.matches("issue_refund") and gate.matches("orders__refund")
@@ -66,6 +67,8 @@ def test_unreadable_amount_is_denied(client, tool_input):
         "mcp__orders__refund",  # Claude Agent SDK agents, Claude Code
         "orders_2_refund",  # the server renamed because its name was taken
         "mcp__orders_2__refund",
+        "mcp__plugin_fjord_orders__refund",  # Claude Code, the server bundled by a plugin
+        "mcp__plugin_support-kit_orders__refund",
     ],
 )
 def test_every_runtime_spelling_of_the_refund_tool_is_gated(client, tool):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import subprocess
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,8 +23,10 @@ from handler_kit.ops.audit.records import MAX_RECORD_DEPTH, TOO_DEEP
 from handler_kit.ops.audit.sqlite import AuditStore
 from handler_kit.ops.audit.trail import DROP_LOG_INTERVAL
 from handler_kit.testing import RunningServer, running_server
+from tests.support.apps import COMMAND_APP
 from tests.support.http import TOKEN
 from tests.support.payloads import read_jsonl
+from tests.support.processes import HANDLER_KIT, clean_env
 
 # -- inputs the encoder cannot write as they are ---------------------------------------------
 
@@ -162,6 +165,74 @@ def test_every_answer_has_its_records_whatever_the_input(tmp_path: Path, process
         # deeper: cut at that depth, with a marker
         cut = records["mcp-deep"]
         assert levels_of(cut["input"]["tool_input"]) == (MAX_RECORD_DEPTH, TOO_DEEP)
+
+
+def strict_app() -> HookApp:
+    """A fail-closed gate: an input it cannot read gets its deny."""
+    hooks = HookApp("audit-faults-strict")
+
+    @hooks.pre_tool_use(fail_closed=True)
+    def strict(event: PreToolUse) -> Output:
+        return allow("read it")
+
+    return hooks
+
+
+def deep_body(tool_use_id: str, levels: int) -> bytes:
+    """A PreToolUse whose ``tool_input`` nests ``levels`` arrays, with ``tool_use_id`` after
+    it (as Claude Code orders its fields) and a decoy id inside it."""
+    inner = "[" * levels + '{"tool_use_id": "decoy", "session_id": "decoy"}' + "]" * levels
+    return (
+        '{"session_id": "sess-deep", "transcript_path": "/t.jsonl", "cwd": "/w", '
+        '"hook_event_name": "PreToolUse", "tool_name": "Bash", '
+        f'"tool_input": {{"command": {inner}}}, "tool_use_id": "{tool_use_id}"}}'
+    ).encode()
+
+
+@pytest.mark.parametrize("process", [True, False], ids=["writer-process", "writer-thread"])
+def test_an_input_too_deep_to_parse_is_recorded_with_its_ids(tmp_path: Path, process: bool) -> None:
+    """The gate cannot read it (too deep: a 400 for a handler that does not fail closed), so
+    it denies; the record of that deny names the session and the call, read from the top
+    level without the deep part."""
+    jsonl = tmp_path / "audit.jsonl"
+    operations = OperationsConfig(audit=[f"jsonl:{jsonl}"], audit_process=process)
+    config = ServerConfig(tokens=[TOKEN], operations=operations)
+    # just past the input limit (the standard library parses it), and far past what any
+    # parser here reads
+    bodies = {"tu-deep-1": MAX_RECORD_DEPTH + 10, "tu-deep-2": 50_000}
+    with running_server(strict_app(), config=config) as server, server.http(timeout=10) as client:
+        for tool_use_id, levels in bodies.items():
+            response = client.post("/hooks/strict", content=deep_body(tool_use_id, levels))
+            assert response.status_code == 200, response.text
+            specific = response.json()["hookSpecificOutput"]
+            assert specific["permissionDecision"] == "deny"
+            assert "could not read the hook input" in specific["permissionDecisionReason"]
+    answers = [r for r in read_jsonl(jsonl) if r["kind"] == "answer"]
+    assert [(r["session_id"], r["tool_use_id"], r["decision"]) for r in answers] == [
+        ("sess-deep", "tu-deep-1", "deny"),
+        ("sess-deep", "tu-deep-2", "deny"),
+    ]
+    invocations = [r for r in read_jsonl(jsonl) if r["kind"] == "invocation"]
+    assert [r["tool_use_id"] for r in invocations] == ["tu-deep-1", "tu-deep-2"]
+
+
+def test_a_command_hook_records_the_ids_of_an_input_too_deep_to_parse(tmp_path: Path) -> None:
+    """The same through ``handler-kit command``: the gate's deny, and its record's ids."""
+    jsonl = tmp_path / "audit.jsonl"
+    body = deep_body("tu-deep-cmd", 5_000).replace(b'"Bash"', b'"issue_refund"')
+    env = clean_env(HANDLER_KIT_AUDIT=f"jsonl:{jsonl}")
+    proc = subprocess.run(
+        [str(HANDLER_KIT), "command", COMMAND_APP, "--handler", "refund_gate"],
+        input=body,
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    specific = json.loads(proc.stdout)["hookSpecificOutput"]
+    assert specific["permissionDecision"] == "deny"
+    answers = [r for r in read_jsonl(jsonl) if r["kind"] == "answer"]
+    assert [(r["session_id"], r["tool_use_id"]) for r in answers] == [("sess-deep", "tu-deep-cmd")]
 
 
 # -- a sink that stalls ----------------------------------------------------------------------

@@ -22,6 +22,9 @@ from tests.support.http import TOKEN, send_many
 from tests.support.payloads import pre_tool_use, read_jsonl
 from tests.support.processes import clean_env, free_port, serve
 
+# the MAC key of the Redis store's records (any 32+ characters)
+MAC_KEY = "test-idempotency-mac-key-0123456789abcdef"
+
 
 def _with_operations(
     hooks: HookApp, settings: OperationsConfig | None
@@ -142,7 +145,7 @@ def test_ttl_expiry_runs_again() -> None:
 def test_redis_sequential_and_concurrent_across_two_stores(redis_url: str) -> None:
     """Two apps with two stores on one Redis behave like two workers."""
     runs: list[str] = []
-    settings = OperationsConfig(idempotency_redis_url=redis_url)
+    settings = OperationsConfig(idempotency_redis_url=redis_url, idempotency_keys=[MAC_KEY])
     worker_a, ops_a = _with_operations(_gate_app(runs, delay=0.2), settings)
     worker_b, ops_b = _with_operations(_gate_app(runs, delay=0.2), settings)
 
@@ -164,7 +167,9 @@ def test_redis_sequential_and_concurrent_across_two_stores(redis_url: str) -> No
 def test_redis_failed_winner_lets_a_waiting_duplicate_run(redis_url: str) -> None:
     runs: list[str] = []
     hooks = _gate_app(runs, fail_first=1, delay=0.1)
-    hooks, ops = _with_operations(hooks, OperationsConfig(idempotency_redis_url=redis_url))
+    hooks, ops = _with_operations(
+        hooks, OperationsConfig(idempotency_redis_url=redis_url, idempotency_keys=[MAC_KEY])
+    )
 
     async def scenario() -> list[Any]:
         answers = await asyncio.gather(hooks.answer(_event("tu-f")), hooks.answer(_event("tu-f")))
@@ -181,7 +186,9 @@ def test_redis_unreachable_fails_the_invocation() -> None:
     runs: list[str] = []
     hooks = _gate_app(runs)
     url = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
-    hooks, _ = _with_operations(hooks, OperationsConfig(idempotency_redis_url=url))
+    hooks, _ = _with_operations(
+        hooks, OperationsConfig(idempotency_redis_url=url, idempotency_keys=[MAC_KEY])
+    )
     answer = asyncio.run(hooks.answer(_event("tu-u")))
     inv = answer.invocations[0]
     assert inv.status == "fail_closed" and "idempotency store unavailable" in (inv.error or "")
@@ -204,7 +211,7 @@ def test_redis_replay_is_byte_identical_for_every_output_shape(redis_url: str) -
 
     async def scenario() -> None:
         for index, expected in enumerate(outputs):
-            store = RedisStore(redis_url, ttl=60)
+            store = RedisStore(redis_url, ttl=60, keys=[MAC_KEY])
             calls = 0
 
             async def call(expected: Output = expected) -> Output:
@@ -231,6 +238,7 @@ def test_same_tool_use_on_two_workers_runs_once(redis_url: str, tmp_path: Path) 
     env = clean_env(
         HANDLER_KIT_TOKENS=TOKEN,
         HANDLER_KIT_IDEMPOTENCY_REDIS_URL=redis_url,
+        HANDLER_KIT_IDEMPOTENCY_KEYS=MAC_KEY,
         HANDLER_KIT_AUDIT=f"jsonl:{audit}",
         OPS_RUN_LOG=str(run_log),
     )

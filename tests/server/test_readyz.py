@@ -7,12 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
 
 import httpx
+import pytest
 
 from handler_kit import HookApp, PreToolUse
-from handler_kit.config import Extension, ServerConfig
+from handler_kit.config import Extension, OperationsConfig, ServerConfig
+from handler_kit.ops.audit.records import JsonLinesSink
 from handler_kit.server import create_asgi_app
 from handler_kit.testing import running_server
 from tests.support.http import TOKEN, error_body
@@ -86,3 +91,75 @@ def test_readyz_says_503_once_the_server_is_shutting_down() -> None:
     body = during.json()
     assert body["status"] == "not_ready" and body["reason"] == "draining"
     assert isinstance(body["message"], str) and body["message"]
+
+
+# -- the durable audit trail: not ready before its sinks have committed -----------------------
+
+
+class UnwritableSink:
+    """A sink that cannot take a single record (a full disk, a read-only volume)."""
+
+    def __init__(self) -> None:
+        self.writes: list[int] = []
+
+    def open(self) -> None:
+        pass
+
+    def write(self, records: Sequence[tuple[dict[str, Any], str]]) -> None:
+        self.writes.append(len(records))
+        raise OSError(30, "Read-only file system")
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("writer", ["process", "thread"])
+def test_durable_readyz_is_503_from_the_start_when_the_sink_cannot_commit(
+    tmp_path: Path, writer: str
+) -> None:
+    """No answer is needed to find the sink down: the server probes it (an empty commit) as it
+    starts, and says 503 until a commit succeeds."""
+    sink = UnwritableSink()
+    if writer == "process":  # a jsonl "file" that is a folder: no open() for writing
+        (tmp_path / "audit.jsonl").mkdir()
+        operations = OperationsConfig(
+            audit=[f"jsonl:{tmp_path / 'audit.jsonl'}"], audit_durable=True
+        )
+    else:
+        operations = OperationsConfig(audit_sinks=[sink], audit_durable=True)
+    config = ServerConfig(tokens=[TOKEN], operations=operations)
+    with (
+        running_server(small_app(), config=config) as server,
+        httpx.Client(base_url=server.url, timeout=10) as anonymous,
+    ):
+        for _ in range(3):
+            down = anonymous.get("/readyz")
+            assert down.status_code == 503, down.text
+            assert down.json() == {
+                "status": "not_ready",
+                "reason": "audit_unavailable",
+                "message": "the audit sinks are down; the server log says why",
+            }
+            time.sleep(0.2)
+    if writer == "thread":
+        assert sink.writes and set(sink.writes) == {0}  # probed, and nothing else
+
+
+@pytest.mark.parametrize("writer", ["process", "thread"])
+def test_durable_readyz_is_200_from_the_start_when_the_sink_commits(
+    tmp_path: Path, writer: str
+) -> None:
+    jsonl = tmp_path / "audit.jsonl"
+    if writer == "process":
+        operations = OperationsConfig(audit=[f"jsonl:{jsonl}"], audit_durable=True)
+    else:
+        sink = JsonLinesSink(str(jsonl), durable=True)
+        operations = OperationsConfig(audit_sinks=[sink], audit_durable=True)
+    config = ServerConfig(tokens=[TOKEN], operations=operations)
+    with (
+        running_server(small_app(), config=config) as server,
+        httpx.Client(base_url=server.url, timeout=10) as anonymous,
+    ):
+        # the start-up waited for the probe: ready at once, and the probe made the file
+        assert anonymous.get("/readyz").json() == {"status": "ready"}
+        assert jsonl.exists()

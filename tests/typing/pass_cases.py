@@ -21,6 +21,7 @@ from handler_kit import (
     HookApp,
     HookEvent,
     InstructionsLoaded,
+    Interrupt,
     MessageDisplay,
     Notification,
     Output,
@@ -382,6 +383,16 @@ async def elicitation_result_async(event: ElicitationResult) -> Output:
     return context("seen")
 
 
+@app.interrupt
+def interrupt_bare(event: Interrupt) -> None:
+    return None
+
+
+@app.interrupt(name="interrupt_options", timeout=2, idempotent=True)
+async def interrupt_async(event: Interrupt) -> HandlerResult:
+    return {"systemMessage": f"Turn {event.turn_id} interrupted."}
+
+
 # -- answer types, handler types ------------------------------------------------------------
 
 
@@ -499,4 +510,5 @@ EVENTS = (
     PostCompact(),
     Elicitation(),
     ElicitationResult(),
+    Interrupt(),
 )

@@ -102,8 +102,10 @@ def test_every_option_on_accepts_is_still_accepted_at_run_time() -> None:
     app = HookApp("lenient")
     options: dict[str, Any] = {"matcher": "*", "fail_closed": False, "allow_unknown_event": True}
     app.stop(name="matcher_all_on_stop", **options)(lambda event: None)
-    app.pre_tool_use(name="loop_guard", stop_loop_guard=False)(lambda event: None)
-    assert [h.event for h in app.handlers] == ["Stop", "PreToolUse"]
+    assert [h.event for h in app.handlers] == ["Stop"]
+    # refused at run time too: the loop guard of an event without a stop loop
+    with pytest.raises(ValueError, match="stop_loop_guard is not possible on PreToolUse"):
+        app.pre_tool_use(name="loop_guard", stop_loop_guard=False)
     with pytest.raises(ValueError, match="fail_closed is not possible on Stop"):
         app.stop(fail_closed=True)
 

@@ -27,6 +27,12 @@ commits. The server acknowledges an answer only after its frame's ``committed``.
 End of input (the server died) counts as ``stop``: what was received is written. The child
 ignores SIGINT/SIGTERM and runs in its own session: a Ctrl+C or a SIGTERM for the server must
 not stop it before the server has handed over its last records.
+
+It never outlives its server, whatever its sinks do (a ``jsonl:`` FIFO nobody reads blocks
+``open()`` and ``write()`` for good, as can a hung database): a thread of the child watches
+its parent, and once the server is gone gives the main thread :data:`ORPHAN_GRACE` seconds to
+write what it received, then ends the process. The server, on its side, kills the writer's
+process group when it does not answer ``stop`` in time (:meth:`AuditProcess.close`).
 """
 
 from __future__ import annotations
@@ -56,6 +62,10 @@ logger = logging.getLogger("handler_kit.audit")
 LENGTH = struct.Struct(">I")
 # Durable mode: seconds a thread of the writer process holds the GIL while the other waits.
 COMMITTER_SWITCH_INTERVAL = 0.0005
+# Seconds the writer process has left to write what it received once its server is gone, and
+# how often it looks whether the server is still there.
+ORPHAN_GRACE = 3.0
+PARENT_CHECK_INTERVAL = 0.25
 
 
 class WriterFailed(Exception):
@@ -114,7 +124,13 @@ class AuditProcess:
         ack_read, ack_write = os.pipe()
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "handler_kit.ops.audit.process", str(ack_write)],
+                [
+                    sys.executable,
+                    "-m",
+                    "handler_kit.ops.audit.process",
+                    str(ack_write),
+                    str(os.getpid()),
+                ],
                 stdin=subprocess.PIPE,
                 pass_fds=(ack_write,),
                 env=env,
@@ -184,20 +200,47 @@ class AuditProcess:
             self._send(("stop",))
             self._expect("closed")
         except WriterFailed as exc:
-            logger.error("audit writer process: %s", exc)
+            # stuck in a sink (or gone): what it did not write by now, it will not
+            logger.error("audit writer process: %s; ending it", exc)
+            self.kill()
         with contextlib.suppress(OSError):
             self.proc.stdin.close()  # type: ignore[union-attr]
         try:
             self.proc.wait(self.timeout)
         except subprocess.TimeoutExpired:
             self.kill()
-        os.close(self.acks)
+        with contextlib.suppress(OSError):
+            os.close(self.acks)
 
     def kill(self) -> None:
-        with contextlib.suppress(OSError):
-            self.proc.kill()
+        """End the writer process and whatever its sinks started (its process group: it
+        leads a session of its own)."""
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    self.proc.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(5)
+
+
+def _watch_parent(parent: int, grace: float, interval: float) -> None:
+    """End this process ``grace`` seconds after ``parent`` (the server) is gone.
+
+    End of input tells the main thread the server is gone, but only once it reads: a sink
+    blocked in ``open()`` or ``write()`` would hold it, and the process, for good. Polling
+    the parent works wherever the process is re-parented when its parent dies (POSIX); a
+    parent-death signal would fire when the server *thread* that started the writer ends."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(interval)
+        time.sleep(grace)  # what was received may still be being written
+        logger.error("the server is gone and the audit sinks still hold this writer: ending")
+        os._exit(3)
+
+    threading.Thread(target=watch, name="audit-parent-watch", daemon=True).start()
 
 
 def main(argv: list[str]) -> int:
@@ -216,6 +259,8 @@ def main(argv: list[str]) -> int:
         stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
     acks = int(argv[0])
+    if len(argv) > 1:
+        _watch_parent(int(argv[1]), ORPHAN_GRACE, PARENT_CHECK_INTERVAL)
     source = sys.stdin.fileno()
     first = read_frame(source)
     if first is None or first[0] != "config":

@@ -41,7 +41,9 @@ that does not come by the deadline, fails its answer. The sinks are down
 (:attr:`AuditTrail.sink_down`, what ``/readyz`` reports) from a failed commit until a commit,
 or a probe of the sinks (``write([])``), succeeds again, and while a commit has been in
 progress longer than ``stall_after`` seconds (the shortest handler deadline: past it, answers
-fail).
+fail). They are down, too, from start-up until the first probe or commit succeeds: a server
+does not say ready before its sinks have shown they commit (:meth:`AuditTrail.start`, run by
+the server's lifespan, probes them).
 """
 
 from __future__ import annotations
@@ -141,6 +143,9 @@ DROP_LOG_INTERVAL = 10.0
 # Durable mode: seconds between two probes of sinks that are down, so a server with no traffic
 # (a load balancer stops sending it any while it is not ready) finds them back up.
 PROBE_INTERVAL = 0.5
+# Durable mode: seconds the server's start-up waits for the first probe of the sinks (past it,
+# the server starts not ready, and the probe's outcome makes it ready or not later)
+START_PROBE_WAIT = 5.0
 # Durable mode: answers of one event-loop turn that go to the writer process at once, so it
 # builds their records while the loop answers the rest of the turn; each next frame of the
 # turn is twice as large (a busy turn costs a few frames, not one per few answers).
@@ -598,16 +603,24 @@ class _Channel:
             self.probing = self.loop.call_later(PROBE_INTERVAL, self._probe)
 
     def _probe(self) -> None:
-        from handler_kit.ops.audit.process import encode_frame
-
         self.probing = None
         if self.failed or self.trail._failure is None:
             return
         if self.sent:  # a commit on its way says as much
             self._probe_later()
             return
+        self.probe()
+
+    def probe(self) -> None:
+        """Ask the process to commit an empty batch to every sink (``("probed", why)``)."""
+        from handler_kit.ops.audit.process import encode_frame
+
+        if self.failed:
+            return
         self.out += encode_frame(("probe",))
         self.sent.append(None)
+        if self.trail._commit_started is None:
+            self.trail._commit_started = time.monotonic()
         self._write()
 
     def _fail(self, why: str) -> None:
@@ -765,6 +778,10 @@ class AuditTrail:
         self.stall_after = stall_after
         # why the last commit failed, None once one succeeded
         self._failure: str | None = None
+        # durable: a commit or a probe has succeeded since start-up (before, not ready)
+        self._proven = not durable
+        # durable: a commit or a probe has come back, whatever its outcome
+        self._probed = threading.Event()
         # when the commit (or probe) in progress began, None between commits
         self._commit_started: float | None = None
         self._unrecorded_logged = 0
@@ -821,14 +838,7 @@ class AuditTrail:
                     logger.exception("the audit writer process did not close cleanly")
                 channel = None
             if channel is None:
-                from handler_kit.ops.audit.process import WriterFailed
-
-                try:
-                    channel = self._channel = _Channel(self, loop)
-                except WriterFailed as exc:
-                    self._take_over(exc)
-                else:
-                    atexit.register(self.close)
+                channel = self._open_channel(loop)
             if channel is not None:
                 return channel.submit(item)
         if self._thread is None:
@@ -842,6 +852,40 @@ class AuditTrail:
             return None
         self._items.append(item)
         return None
+
+    def _open_channel(self, loop: asyncio.AbstractEventLoop) -> _Channel | None:
+        """Durable mode: start the writer process and its channel on ``loop``; None when it
+        cannot start (the writer thread has taken its sinks over)."""
+        from handler_kit.ops.audit.process import WriterFailed
+
+        try:
+            channel = self._channel = _Channel(self, loop)
+        except WriterFailed as exc:
+            self._take_over(exc)
+            return None
+        atexit.register(self.close)
+        return channel
+
+    async def start(self, wait: float = START_PROBE_WAIT) -> None:
+        """Durable mode, at server start-up (on its event loop): probe the sinks, so the
+        server says ready (:attr:`sink_down` None) only once they have committed; waits for
+        the probe's outcome at most ``wait`` seconds. Nothing otherwise."""
+        import asyncio
+
+        if not self.durable or self.synchronous or self._closed:
+            return
+        channel = self._channel
+        if channel is None and self.specs:
+            channel = self._open_channel(asyncio.get_running_loop())
+        if channel is not None:
+            channel.probe()
+        else:  # the writer thread probes sinks that have not committed yet
+            if self._thread is None:
+                self._start()
+            self._wake.set()
+        deadline = time.monotonic() + wait
+        while not self._probed.is_set() and time.monotonic() < deadline:
+            await asyncio.sleep(0.005)
 
     def _enqueue(self, item: Observed) -> Ack:
         """Durable mode: queue ``item`` with a future its answer path awaits, and wake the
@@ -907,6 +951,8 @@ class AuditTrail:
         progress has stalled), or None while they commit."""
         if self._failure is not None:
             return self._failure
+        if not self._proven:
+            return "the audit sinks have not committed yet"
         started = self._commit_started
         if started is not None and time.monotonic() - started > self.stall_after:
             return f"a commit has been in progress for more than {self.stall_after:g} s"
@@ -916,11 +962,14 @@ class AuditTrail:
         if self._failure is None:
             logger.error("durable audit: the audit sinks are down (%s): not ready", why)
         self._failure = why
+        self._probed.set()
 
     def _mark_up(self) -> None:
+        self._proven = True
         if self._failure is not None:
             self._failure = None
             logger.warning("durable audit: the audit sinks commit again: ready")
+        self._probed.set()
 
     def _committed(self, answers: int) -> None:
         """A commit of ``answers`` answers succeeded: counted, and the sinks are up."""
@@ -1039,9 +1088,10 @@ class AuditTrail:
         items = self._items
         stop = False
         while not stop:
-            self._wake.wait(None if self._failure is None else PROBE_INTERVAL)
+            down = self._failure is not None or not self._proven
+            self._wake.wait(PROBE_INTERVAL if down else None)
             self._wake.clear()
-            if not items and self._failure is not None:
+            if not items and (self._failure is not None or not self._proven):
                 self._probe()
             while items:
                 # the group: whatever arrived while the last commit was in progress
@@ -1242,5 +1292,9 @@ class AuditTrail:
             thread.join(timeout)
             if thread.is_alive():
                 logger.error("the audit trail did not finish writing within %s s", timeout)
+                # a writer process stuck in a sink must not outlive the server
+                process = self.process
+                if process is not None:
+                    process.kill()
         else:
             self._close_sinks()

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from handler_kit.core.app import HookApp
 from handler_kit.core.events import HookEvent
 from handler_kit.core.matchers import is_match_all
-from handler_kit.core.vocabulary import Answer, Handler
+from handler_kit.core.vocabulary import INPUT_ID_FIELDS, Answer, Handler
 
 __all__ = [
     "FAILED_MESSAGE",
@@ -237,6 +237,7 @@ async def answer_tool(
             f"invalid arguments: {_invalid_fields(exc)}",
             transport="mcp",
             context=context,
+            known={key: data[key] for key in INPUT_ID_FIELDS if isinstance(data.get(key), str)},
         )
         if refused is not None:
             return refused
