@@ -12,7 +12,7 @@ forward URL/hooks/NAME``). Codex (``hooks.json``) and Posit Assistant
 
 A command the runtime cannot run is a hook that lets everything through: the runtimes read
 exit 127 or a failed import as a non-blocking error. So a command entry names the interpreter
-by its absolute path (``/path/to/python -m handler_kit``, not a ``handler-kit`` looked up on
+by its absolute path (``/path/to/python -I -m handler_kit``, not a ``handler-kit`` looked up on
 a ``PATH`` the runtime may not have), runs from the project directory (``cd
 "$CLAUDE_PROJECT_DIR"``; Posit's ``$PA_PROJECT_DIR``; Codex sets neither, so its absolute
 path), with every path quoted for the shell; and a fail-closed gate's entry exits 2 when
@@ -21,10 +21,11 @@ handler-kit itself cannot run, which every runtime reads as a block.
 Which entries are ours: Claude Code validates handler fields, and runtimes that share its
 settings files skip handlers with fields they do not know (Posit Assistant does), so no marker
 field is added to a handler. Instead each entry identifies itself with documented fields only:
-a command hook by its command line (``... -m handler_kit command MODULE:ATTR ...``, the
-``handler-kit command MODULE:ATTR ...`` of earlier releases, or ``... forward ... --app
-MODULE:ATTR``), an http hook by an ``X-Handler-Kit-App: MODULE:ATTR`` request header (headers
-are free-form; the server ignores it). ``install`` replaces exactly the entries of the same
+a command hook by its command line (``... -I -m handler_kit command MODULE:ATTR ...``, the
+``-m handler_kit`` without ``-I`` and the ``handler-kit command MODULE:ATTR ...`` of earlier
+releases, or ``... forward ... --app MODULE:ATTR``), an http hook by an
+``X-Handler-Kit-App: MODULE:ATTR`` request header (headers are free-form; the server ignores
+it). ``install`` replaces exactly the entries of the same
 ``MODULE:ATTR`` and nothing else.
 """
 
@@ -58,6 +59,14 @@ NO_HTTP_EVENTS = frozenset({"SessionStart", "Setup"})
 # waits for the server half of it: past the server's own deadline, before the runtime's.
 COMMAND_STARTUP_ALLOWANCE = 1.0
 COMMAND = "handler-kit"
+# Every entry runs the interpreter isolated. ``python -m`` puts the current folder (the
+# project, which the agent can write to) first on sys.path: a json.py or a handler_kit/ folder
+# written there would be imported instead of the real code and could answer "allow", server or
+# no server. ``-I`` leaves it off (and ignores PYTHON* variables and the user's site-packages);
+# ``handler-kit command`` then puts the project folder back at the end of sys.path, after the
+# standard library and site-packages, so the app imports but nothing there can stand in for
+# them (see handler_kit.cli.main).
+PYTHON_FLAGS = ("-I",)
 
 # The runtimes, as handler-kit command --runtime names them (a test keeps the two lists equal).
 CLAUDE_CODE = "claude-code"
@@ -91,6 +100,7 @@ def claude_code_hooks(
     project_dir: str | None = None,
     python: str | None = None,
     warn: Callable[[str], None] | None = None,
+    mcp_server: str | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
     """The ``hooks`` block of a Claude Code settings.json for ``app``.
 
@@ -99,9 +109,13 @@ def claude_code_hooks(
     command hooks that forward to those routes (``handler-kit forward``), which answer a
     fail-closed gate's safe decision when the server cannot (every handler's, with
     ``fail_closed``); otherwise, or with ``command=True``, every handler is a ``command`` hook
-    running the app (``python -m handler_kit command MODULE:ATTR --handler NAME``, from the
+    running the app (``python -I -m handler_kit command MODULE:ATTR --handler NAME``, from the
     project directory). SessionStart and Setup handlers are never http hooks, since Claude
     Code does not call http hooks for them.
+
+    ``mcp_server`` (with ``base_url``) makes ``mcp_tool`` hooks instead of http ones: each
+    calls the handler's tool on the MCP server Claude Code knows by that name, which
+    :func:`claude_code_mcp_server` describes.
 
     ``runtime`` names the runtime the block is for (``claude-code``, ``codex``, ``posit``): its
     dialect and its project directory variable; Codex sets none, so its entries change to
@@ -117,18 +131,24 @@ def claude_code_hooks(
     if runtime == "sandbox":
         raise ValueError(
             "the sandbox runtime has no settings file: give each hook the script "
-            f"`{_python_words(python)} -m handler_kit command {module_attr} --handler NAME "
+            f"`{_python_words(python)} -I -m handler_kit command {module_attr} --handler NAME "
             "--runtime sandbox`"
         )
+    if mcp_server is not None:
+        if base_url is None:
+            raise ValueError(
+                "mcp_tool hooks need the server's base URL (its MCP endpoint is URL/mcp)"
+            )
+        _check_server_name(mcp_server)
     if base_url is not None and runtime != CLAUDE_CODE:
         raise ValueError(
             f"{RUNTIME_NAMES[runtime]} runs no http hooks: use --via URL (a command hook "
             "forwarding to the server) or command hooks"
         )
     if base_url is not None:
-        base_url = _check_base_url(base_url)
+        base_url = check_base_url(base_url)
     if via is not None:
-        via = _check_base_url(via)
+        via = check_base_url(via)
     _check_module_attr(module_attr)
     if warn is None:
         warn = _warn_stderr
@@ -138,12 +158,15 @@ def claude_code_hooks(
         if via is not None:
             entry = _forward_entry(handler, module_attr, via, place, fail_closed)
         elif base_url is not None and handler.event in NO_HTTP_EVENTS:
+            kind = "mcp_tool hooks before MCP servers connect" if mcp_server else "http hooks"
             warn(
-                f"{handler.event} handler {handler.name!r}: Claude Code does not call http "
-                f"hooks on {handler.event}; written as a command hook instead (it needs "
+                f"{handler.event} handler {handler.name!r}: Claude Code does not call {kind} "
+                f"on {handler.event}; written as a command hook instead (it needs "
                 f"handler-kit installed where Claude Code runs)"
             )
             entry = _command_entry(handler, module_attr, place)
+        elif mcp_server is not None:
+            entry = _mcp_tool_entry(handler, mcp_server)
         elif base_url is not None:
             entry = _http_entry(handler, module_attr, base_url)
         else:
@@ -166,6 +189,38 @@ def _http_entry(handler: Handler, module_attr: str, base_url: str) -> dict[str, 
     }
 
 
+def _mcp_tool_entry(handler: Handler, server: str) -> dict[str, Any]:
+    """An ``mcp_tool`` hook calling the handler's tool (named after the handler) with every
+    field its schema declares, each filled from the hook input's field of the same name."""
+    # The tool's fields, as the MCP server declares them (runbear.generate.tool_input_fields;
+    # a test holds the two together: these layers do not import each other).
+    fields = ["hook_event_name", *(n for n in handler.model.model_fields if n != "hook_event_name")]
+    return {
+        "type": "mcp_tool",
+        "server": server,
+        "tool": handler.name,
+        "input": {name: f"${{{name}}}" for name in fields},
+        "timeout": _number(handler.timeout),
+    }
+
+
+def claude_code_mcp_server(base_url: str) -> dict[str, Any]:
+    """The ``mcpServers`` entry (``.mcp.json``) for the server at ``base_url``: its MCP
+    endpoint over http, with the client token Claude Code expands from its environment."""
+    return {
+        "type": "http",
+        "url": f"{check_base_url(base_url)}/mcp",
+        "headers": {"Authorization": f"Bearer ${{{TOKEN_ENV}}}"},
+    }
+
+
+def _check_server_name(name: str) -> None:
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", name):
+        raise ValueError(
+            f"an MCP server name is letters, digits, '_' and '-' (like refund-gate), got {name!r}"
+        )
+
+
 class _Place:
     """Where and how a command entry runs: the runtime, its project directory, the
     interpreter."""
@@ -183,9 +238,9 @@ class _Place:
         return f"cd {shlex.quote(self.project_dir)}"
 
     def handler_kit(self, *words: str) -> str:
-        """``PYTHON -m handler_kit WORDS... [--runtime R]``, quoted for a shell."""
+        """``PYTHON -I -m handler_kit WORDS... [--runtime R]``, quoted for a shell."""
         runtime = () if self.runtime == CLAUDE_CODE else ("--runtime", self.runtime)
-        line = (self.python, "-m", "handler_kit", *words, *runtime)
+        line = (self.python, *PYTHON_FLAGS, "-m", "handler_kit", *words, *runtime)
         return " ".join(shlex.quote(word) for word in line)
 
 
@@ -269,6 +324,34 @@ def fail_open_warnings(
     return warnings
 
 
+def setup_notes(
+    *, runtime: str = CLAUDE_CODE, base_url: str | None = None, via: str | None = None
+) -> list[str]:
+    """What the runtime needs before the entries work, and what happens without it: the
+    client token an entry that calls a server sends, and Codex's trust review."""
+    notes = []
+    name = RUNTIME_NAMES.get(runtime, runtime)
+    if via is not None or base_url is not None:
+        without = (
+            "without it the server answers 401: a fail-closed gate denies every call and the "
+            "other hooks give no answer"
+        )
+        if via is None:
+            without = f"without it the server answers 401 and {name} lets every call run"
+        notes.append(
+            f"the entries send the bearer token in ${TOKEN_ENV}: set it where {name} runs, to "
+            f"one of the server's tokens (the server reads them from HANDLER_KIT_TOKENS); "
+            f"{without}"
+        )
+    if runtime == "codex":
+        notes.append(
+            "Codex skips every hook nobody has trusted, a first install included, and says "
+            "nothing: review and trust these in the Codex TUI with /hooks (a headless run: codex "
+            "exec --dangerously-bypass-hook-trust); a changed hook needs trusting again"
+        )
+    return notes
+
+
 def _python_words(python: str | None) -> str:
     return shlex.quote(python or sys.executable)
 
@@ -278,7 +361,9 @@ def _number(value: float) -> int | float:
     return int(value) if float(value).is_integer() else value
 
 
-def _check_base_url(base_url: str) -> str:
+def check_base_url(base_url: str) -> str:
+    """``base_url`` without a final slash; ValueError with a one-line message when it is not
+    an http(s) URL a hook can call."""
     from urllib.parse import urlsplit
 
     parts = urlsplit(base_url)
@@ -311,9 +396,10 @@ def _warn_stderr(message: str) -> None:
 def is_ours(entry: Any, module_attr: str) -> bool:
     """True when a settings hook entry was written by handler-kit for ``module_attr``.
 
-    A command hook whose command line, after an optional ``cd DIR &&``, runs ``PYTHON -m
-    handler_kit command MODULE:ATTR`` or ``handler-kit command MODULE:ATTR`` (the form of
-    earlier releases; any path to either, any further options), or ``... forward ... --app
+    A command hook whose command line, after an optional ``cd DIR &&``, runs ``PYTHON -I -m
+    handler_kit command MODULE:ATTR``, or ``PYTHON -m handler_kit command MODULE:ATTR`` or
+    ``handler-kit command MODULE:ATTR`` (the forms of earlier releases; any path to either,
+    any further options), or ``... forward ... --app
     MODULE:ATTR``; or an http hook carrying ``X-Handler-Kit-App: MODULE:ATTR``.
     """
     if not isinstance(entry, dict):
@@ -350,7 +436,57 @@ def _handler_kit_words(command: str) -> list[str]:
         return words[1:]
     if len(words) >= 3 and words[1:3] == ["-m", "handler_kit"]:
         return words[3:]
+    flags = len(PYTHON_FLAGS)
+    if len(words) >= 3 + flags and words[1 : 3 + flags] == [*PYTHON_FLAGS, "-m", "handler_kit"]:
+        return words[3 + flags :]
     return []
+
+
+def open_form_apps(settings: dict[str, Any]) -> list[str]:
+    """The ``MODULE:ATTR`` of every handler-kit command entry in ``settings`` of a form that
+    lets the project folder stand in for the standard library or handler-kit: the ``python -m
+    handler_kit`` of earlier releases (no ``-I``) or the ``handler-kit`` console script (whose
+    app import puts the project folder first). Each app once, in order of appearance."""
+    found: list[str] = []
+    hooks = settings.get("hooks")
+    if not isinstance(hooks, dict):
+        return found
+    for groups in hooks.values():
+        for group in groups if isinstance(groups, list) else ():
+            entries = group.get("hooks") if isinstance(group, dict) else None
+            for entry in entries if isinstance(entries, list) else ():
+                app = _open_form_app(entry)
+                if app is not None and app not in found:
+                    found.append(app)
+    return found
+
+
+def _open_form_app(entry: Any) -> str | None:
+    if not isinstance(entry, dict) or entry.get("type") != "command":
+        return None
+    command = entry.get("command")
+    if not isinstance(command, str):
+        return None
+    words = _handler_kit_words(command)
+    if not words:
+        return None
+    try:
+        head = shlex.split(command)
+    except ValueError:
+        return None
+    if len(head) >= 3 and head[0] == "cd" and head[2] == "&&":
+        head = head[3:]
+    if len(head) > len(PYTHON_FLAGS) and head[1 : 1 + len(PYTHON_FLAGS)] == list(PYTHON_FLAGS):
+        return None  # the isolated form this release writes
+    if words[:1] == ["command"] and len(words) >= 2:
+        return words[1]
+    if words[:1] == ["forward"]:
+        for i, word in enumerate(words):
+            if word.startswith("--app="):
+                return word[len("--app=") :]
+            if word == "--app" and i + 1 < len(words):
+                return words[i + 1]
+    return None
 
 
 def merge_hooks(
@@ -462,6 +598,106 @@ def render_settings(data: dict[str, Any], original: bytes | None) -> bytes:
     if original is None or original.endswith(b"\n") or not original.strip():
         text += "\n"
     return text.encode()
+
+
+def splice_hooks(raw: bytes, hooks: Any) -> bytes | None:
+    """``raw`` (a settings file's JSON object) with the value of its ``hooks`` key replaced by
+    ``hooks``, or a ``hooks`` key added after its last member; every other byte as it was.
+
+    The file is the user's: a hand-written one-line ``"permissions"`` stays one line, their key
+    order, spacing and escapes stay theirs. Only the ``hooks`` value is written out, in the
+    file's indentation. None when the text is not laid out as this expects (it is then written
+    out whole).
+    """
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    text = text[len(bom) :]
+    members = _members(text)
+    if members is None:
+        return None
+    named = [m for m in members if m[0] == "hooks"]
+    if named:  # json.loads keeps the last of duplicate keys; so does this
+        _, key_start, value_start, value_end = named[-1]
+        indent = _line_indent(text, key_start)
+        value = _dumps_at(hooks, indent, _indent_unit(text, indent))
+        return (bom + text[:value_start] + value + text[value_end:]).encode()
+    if not members:
+        return None  # ``{}``: written out whole
+    _, key_start, _, last_end = members[-1]
+    indent = _line_indent(text, key_start)
+    value = _dumps_at(hooks, indent, _indent_unit(text, indent))
+    # after the last member: on a line of its own, or on the object's line as the others are
+    added = f', "hooks": {value}' if indent is None else f',\n{indent}"hooks": {value}'
+    return (bom + text[:last_end] + added + text[last_end:]).encode()
+
+
+def _skip(text: str, at: int) -> int:
+    """Past the JSON whitespace at ``at``."""
+    while text[at : at + 1] in (" ", "\t", "\n", "\r") and at < len(text):
+        at += 1
+    return at
+
+
+def _members(text: str) -> list[tuple[str, int, int, int]] | None:
+    """The top-level members of the JSON object ``text``: (key, key start, value start, value
+    end) each; None if it is not one object."""
+    decoder = json.JSONDecoder()
+    members: list[tuple[str, int, int, int]] = []
+    at = _skip(text, 0)
+    if text[at : at + 1] != "{":
+        return None
+    at = _skip(text, at + 1)
+    if text[at : at + 1] == "}":
+        return members
+    try:
+        while True:
+            key_start = at
+            key, at = decoder.raw_decode(text, at)
+            if not isinstance(key, str):
+                return None
+            at = _skip(text, at)
+            if text[at : at + 1] != ":":
+                return None
+            value_start = _skip(text, at + 1)
+            _, value_end = decoder.raw_decode(text, value_start)
+            members.append((key, key_start, value_start, value_end))
+            at = _skip(text, value_end)
+            if text[at : at + 1] == ",":
+                at = _skip(text, at + 1)
+            elif text[at : at + 1] == "}":
+                return members
+            else:
+                return None
+    except (ValueError, RecursionError):
+        return None
+
+
+def _line_indent(text: str, at: int) -> str | None:
+    """The whitespace before ``at`` on its line, or None when something else precedes it."""
+    line_start = text.rfind("\n", 0, at) + 1
+    before = text[line_start:at]
+    return before if not before.strip(" \t") else None
+
+
+def _indent_unit(text: str, member_indent: str | None) -> str:
+    """One level of the file's indentation: a member's own (they sit one level in), else the
+    first indented line's, else two spaces."""
+    if member_indent:
+        return member_indent
+    for line in text.splitlines()[1:]:
+        stripped = line.lstrip(" \t")
+        if stripped and stripped != line:
+            return line[: len(line) - len(stripped)]
+    return "  "
+
+
+def _dumps_at(value: Any, indent: str | None, unit: str) -> str:
+    """``value`` as JSON for a member at ``indent``: nested lines indented under it."""
+    text = json.dumps(value, indent=unit, ensure_ascii=False)
+    return text.replace("\n", "\n" + (indent or ""))
 
 
 def write_atomically(path: str, data: bytes, *, backup: bytes | None) -> str | None:
@@ -633,19 +869,22 @@ def install(
         warn=notes.append,
     )
     notes += fail_open_warnings(app, runtime=runtime, base_url=base_url, via=via)
+    notes += setup_notes(runtime=runtime, base_url=base_url, via=via)
     count = sum(len(groups) for groups in block.values())
     what = f"{count} hook{'s' if count != 1 else ''} of {module_attr}"
     if dry_run:
         raw, settings = read_settings(target)
+        rewritten = _open_form_notes(settings, module_attr, notes)
         _warn_all(notes)
         data = _updated(path, raw, settings, block, module_attr)
         if data is None:
             return f"{path} already has the {what}; nothing written"
         _print_diff(path, raw, data)
-        return f"dry run: {path} would get the {what}; nothing written"
+        return f"dry run: {path} would get the {what}{rewritten}; nothing written"
     with _SettingsFolder(target, create=True) as folder, folder.locked():
         raw = folder.read()  # under the lock: what the install before this one wrote
         settings = _parse_settings(path, raw)
+        rewritten = _open_form_notes(settings, module_attr, notes)
         _warn_all(notes)
         data = _updated(path, raw, settings, block, module_attr)
         if data is None:
@@ -653,7 +892,28 @@ def install(
         backup = folder.write(data, backup=raw)
     if backup is None:
         return f"created {path} with the {what}"
-    return f"installed the {what} into {path} (previous version: {backup})"
+    return f"installed the {what} into {path}{rewritten} (previous version: {backup})"
+
+
+def _open_form_notes(settings: dict[str, Any], module_attr: str, notes: list[str]) -> str:
+    """Tell about entries of the earlier, open form: ``module_attr``'s are rewritten (the
+    words returned, for the outcome line), another app's are a warning in ``notes``."""
+    rewritten = ""
+    for app in open_form_apps(settings):
+        if app == module_attr:
+            rewritten = (
+                ", rewriting its entries of the earlier form (python without -I: a file the "
+                "agent writes into the project, such as json.py or handler_kit/, was imported "
+                "in their place and could answer for them)"
+            )
+        else:
+            notes.append(
+                f"the entries of {app} are of the earlier form (python without -I): a file the "
+                "agent writes into the project, such as json.py or handler_kit/, is imported in "
+                f"their place and can answer for them; reinstall them (handler-kit install {app} "
+                "...)"
+            )
+    return rewritten
 
 
 def _warn_all(warnings: list[str]) -> None:
@@ -675,6 +935,10 @@ def _updated(
             del updated["hooks"]
         if raw is not None and _same(updated, settings):
             return None
+        if raw is not None:
+            spliced = splice_hooks(raw, updated["hooks"])
+            if spliced is not None:
+                return spliced
         return render_settings(updated, raw)
     except RecursionError:  # a file json.loads could read may still be too deep to write
         raise _too_deep(path) from None

@@ -108,6 +108,15 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
     if argv[:1] == ["command"]:  # started once per tool call: its own lean parsing
+        if process and sys.flags.isolated:
+            # ``python -I`` (what install writes) leaves the current folder off sys.path, so
+            # that nothing in it can stand in for the standard library or handler-kit. The
+            # app imports from it: it goes back at the end, after them (the loader adds no
+            # second copy in front).
+            import os
+
+            if os.getcwd() not in sys.path:
+                sys.path.append(os.getcwd())
         import gc
 
         # A process per tool call, whose start-up is mostly imports: pydantic and the core

@@ -6,7 +6,9 @@ Runbear (default)::
     handler-kit document example_servers.refund_gate:app --transport mcp --mcp-server refund-gate
 
 Claude Code (``--format claude-code``) prints the ``hooks`` block of a settings.json, with http
-hooks on ``--base-url`` or, with ``--command``, command hooks running ``handler-kit command``.
+hooks on ``--base-url`` or, with ``--command``, command hooks running ``handler-kit command``;
+with ``--transport mcp --mcp-server NAME``, an object holding ``hooks`` (``mcp_tool`` hooks on
+server NAME) and the ``mcpServers`` entry for NAME (``.mcp.json``).
 
 The document goes to stdout (JSON), warnings and errors to stderr; exit status 1 when the app
 cannot be written as a document (the message lists every reason), so a deploy script stops.
@@ -32,13 +34,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--transport",
         choices=("http", "mcp"),
         default="http",
-        help="Runbear handler type: http (webhook routes, default) or mcp (mcp_tool handlers)",
+        help="the hooks' transport: http (webhook routes, default) or mcp (mcp_tool hooks "
+        "calling the server's MCP tools; Runbear and Claude Code)",
     )
     parser.add_argument(
         "--mcp-server",
         metavar="NAMESPACE",
-        help="with --transport mcp: the namespace of the agent's Custom MCP integration that "
-        "points at URL/mcp",
+        help="with --transport mcp: the name of the MCP server at URL/mcp (Runbear: the "
+        "agent's Custom MCP integration's namespace; Claude Code: its mcpServers key)",
     )
     parser.add_argument(
         "--format",
@@ -60,8 +63,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from urllib.parse import urlsplit
+
     from handler_kit.core.loader import LoadError, load_app
 
+    if args.base_url is not None:
+        # the user's typo, said as such, not a generated document found invalid later
+        parts = urlsplit(args.base_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            return _fail(
+                "base URL must be an http(s) URL like https://hooks.example.com, got "
+                f"{args.base_url!r}"
+            )
     try:
         hook_app = load_app(args.target)
     except LoadError as exc:
@@ -116,16 +129,41 @@ def _runbear(hook_app: Any, args: argparse.Namespace) -> int:
 
 def _claude_code(hook_app: Any, args: argparse.Namespace) -> int:
     try:
-        from handler_kit.claude_code.settings import claude_code_hooks
+        from handler_kit.claude_code.settings import claude_code_hooks, claude_code_mcp_server
     except ImportError as exc:
         return _fail(f"--format claude-code is not available in this install: {exc}")
+    if args.transport == "mcp":
+        if args.command:
+            return _fail("--command and --transport mcp are two kinds of hook: choose one")
+        if not args.base_url or not args.mcp_server:
+            return _fail(
+                "--transport mcp needs --base-url (the server; its MCP endpoint is URL/mcp) and "
+                "--mcp-server NAME (the name Claude Code gives that server)"
+            )
     try:
         hooks = claude_code_hooks(
-            hook_app, args.target, base_url=args.base_url, command=args.command
+            hook_app,
+            args.target,
+            base_url=args.base_url,
+            command=args.command,
+            mcp_server=args.mcp_server if args.transport == "mcp" else None,
+            warn=_warn,
         )
     except ValueError as exc:
         return _fail(str(exc))
-    _print_json(hooks)
+    if args.transport != "mcp":
+        _print_json(hooks)
+        return 0
+    # mcp_tool hooks call a server Claude Code must know: its entry goes in .mcp.json
+    _note(
+        'put "hooks" into .claude/settings.json and "mcpServers" into .mcp.json; Claude Code '
+        "sends $HANDLER_KIT_TOKEN (set it where it runs, to one of the server's "
+        "HANDLER_KIT_TOKENS); an mcp_tool hook whose server is down or not connected lets the "
+        "call run (handler-kit install --via URL writes forwarders that fail closed)"
+    )
+    _print_json(
+        {"hooks": hooks, "mcpServers": {args.mcp_server: claude_code_mcp_server(args.base_url)}}
+    )
     return 0
 
 

@@ -6,8 +6,9 @@ the options, the import check, and one line on stderr for the outcome (exit 0) o
 it refused (exit 1).
 
 The import check runs the app's import the way the installed command hook will: this
-interpreter, in the project directory, in a fresh process. An app that does not import there
-would be a hook every runtime reads as "proceed", so nothing is written.
+interpreter with the entries' flags (``-I``), in the project directory, in a fresh process. An
+app that does not import there would be a hook every runtime reads as "proceed", so nothing is
+written; for ``--via``, handler-kit's forwarder is checked the same way.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import sys
 
 from handler_kit.claude_code.settings import (
     CLAUDE_CODE,
+    PYTHON_FLAGS,
     RUNTIMES,
     SettingsError,
     install,
@@ -26,9 +28,12 @@ from handler_kit.claude_code.settings import (
 )
 from handler_kit.core.loader import LoadError, load_app
 
-# Run by the import check: the loader's one-line error on stderr, exit 1.
+# Run by the import check with the entries' flags (python -I): the project folder goes on
+# sys.path last, as ``handler-kit command`` puts it; the loader's one-line error on stderr,
+# exit 1. A forwarder imports no app: only handler-kit itself is checked.
 _IMPORT_CHECK = """\
-import sys
+import os, sys
+sys.path.append(os.getcwd())
 from handler_kit.core.loader import LoadError, load_app
 try:
     load_app(sys.argv[1])
@@ -36,6 +41,7 @@ except LoadError as exc:
     sys.stderr.write(f"{exc}\\n")
     sys.exit(1)
 """
+_FORWARD_CHECK = "import handler_kit.command.forward"
 IMPORT_CHECK_TIMEOUT = 60.0
 
 
@@ -98,8 +104,7 @@ def run_install(args: argparse.Namespace) -> int:
     settings = os.path.abspath(args.settings)
     project = project_dir_of(settings, args.runtime)
     try:
-        if args.via is None:  # a forwarder never imports the app
-            import_check(args.target, project)
+        import_check(args.target, project, forward=args.via is not None)
         _enter(project)  # where the app imports from, as in the hook
         app = load_app(args.target)
         message = install(
@@ -123,12 +128,14 @@ def run_install(args: argparse.Namespace) -> int:
     return 0
 
 
-def import_check(target: str, project: str) -> None:
-    """Import ``target`` with this interpreter in ``project`` in a new process; ``LoadError``
-    with the one-line reason when it does not import."""
+def import_check(target: str, project: str, *, forward: bool = False) -> None:
+    """Import ``target`` with this interpreter and the entries' flags in ``project`` in a new
+    process (only handler-kit's forwarder, with ``forward``); ``LoadError`` with the one-line
+    reason when it does not import."""
+    script = [_FORWARD_CHECK] if forward else [_IMPORT_CHECK, target]
     try:
         done = subprocess.run(
-            [sys.executable, "-c", _IMPORT_CHECK, target],
+            [sys.executable, *PYTHON_FLAGS, "-c", *script],
             cwd=project,
             stdin=subprocess.DEVNULL,
             capture_output=True,
@@ -145,7 +152,11 @@ def import_check(target: str, project: str) -> None:
     if done.returncode != 0:
         lines = done.stderr.strip().splitlines()
         reason = lines[-1] if lines else f"exit {done.returncode}"
-        raise LoadError(f"{reason} (importing it as the hook will: {sys.executable}, in {project})")
+        what = "handler-kit" if forward else "it"
+        flags = " ".join(PYTHON_FLAGS)
+        raise LoadError(
+            f"{reason} (importing {what} as the hook will: {sys.executable} {flags}, in {project})"
+        )
 
 
 def _enter(project: str) -> None:

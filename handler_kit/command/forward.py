@@ -227,10 +227,13 @@ def run(args: Any) -> int:
     except ValueError as exc:
         _write_stderr([f"handler-kit forward: {exc}"])
         return USAGE_EXIT
+    # One deadline for the whole call, from here: the runtime's timeout runs from the process's
+    # start, and a forwarder it kills lets the call proceed.
+    deadline = time.monotonic() + args.timeout
     body = sys.stdin.buffer.read()
     event = _event_name(body)
     try:
-        answer = _ask(target, body, event, args)
+        answer = _ask(target, body, event, args, deadline)
     except Failure as exc:
         return _unanswered(runtime, target, event, str(exc), fail_closed=args.fail_closed)
     if event is None:  # an input we could not read, answered anyway: the answer names it
@@ -306,8 +309,11 @@ def _unanswered(
 # -- HTTP ----------------------------------------------------------------------------------
 
 
-def _ask(target: Target, body: bytes, event: str | None, args: Any) -> dict[str, Any]:
-    """The server's answer to ``body``, a JSON object; :class:`Failure` when there is none."""
+def _ask(
+    target: Target, body: bytes, event: str | None, args: Any, deadline: float
+) -> dict[str, Any]:
+    """The server's answer to ``body``, a JSON object, by ``deadline``; :class:`Failure` when
+    there is none."""
     from handler_kit._version import __version__
 
     token = client_token(args.token_env)
@@ -329,13 +335,25 @@ def _ask(target: Target, body: bytes, event: str | None, args: Any) -> dict[str,
             raise Failure(f"the {name} header would hold a line break; check ${args.token_env}")
     head = f"POST {target.path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers)
     status, answer = _exchange(
-        target, head.encode("latin-1", "replace") + b"\r\n" + body, args.timeout
+        target, head.encode("latin-1", "replace") + b"\r\n" + body, deadline, args.timeout
     )
     if not 200 <= status < 300:
         detail = _error_message(answer)
         what = f"HTTP {status}" + (f" ({detail})" if detail else "")
-        if status == 401 and not token:
-            what += f"; ${args.token_env} is not set"
+        if status == 401:
+            # the client's one token and the server's list have different names: say which
+            what += (
+                f"; ${args.token_env} is not set"
+                if not token
+                else f"; the server did not accept ${args.token_env} (check it against the "
+                "server's HANDLER_KIT_TOKENS or its JWT settings)"
+            )
+        if status == 404 and "/hooks" not in target.path:
+            # a server's base URL given where a handler route is meant: say which URL is
+            what += (
+                f"; {target.url} is not a hook route: give the server's URL with /hooks (every "
+                "handler) or /hooks/NAME (one handler), or the base URL with --handler NAME"
+            )
         raise Failure(what)
     if not answer.strip():
         return {}  # a 2xx with no body: no opinion, as for an http hook
@@ -352,29 +370,31 @@ def _ask(target: Target, body: bytes, event: str | None, args: Any) -> dict[str,
     return data
 
 
-def _exchange(target: Target, request: bytes, timeout: float) -> tuple[int, bytes]:
-    """Send ``request``, read the response until it is complete; (status, body)."""
-    import socket
+def _exchange(target: Target, request: bytes, deadline: float, timeout: float) -> tuple[int, bytes]:
+    """Send ``request``, read the response until it is complete; (status, body).
 
-    deadline = time.monotonic() + timeout
-    try:
-        sock = socket.create_connection((target.host, target.port), timeout=timeout)
-    except TimeoutError:
-        raise Failure(f"no connection within {timeout:g} s") from None
-    except ConnectionRefusedError:
-        raise Failure("connection refused") from None
-    except OSError as exc:
-        raise Failure(f"cannot connect: {_os_error(exc)}") from None
+    ``deadline`` (a :func:`time.monotonic` time) bounds the whole exchange: each step (the
+    name's lookup, the connection to each of its addresses, the TLS handshake, every send and
+    every read) gets what is left of it, never the whole timeout again. ``timeout`` is the
+    figure the messages name.
+    """
+    addresses = _resolve(target, deadline, timeout)
+    sock = _connect(addresses, deadline, timeout)
+    step = "no answer"
     try:
         if target.tls:
+            step = "no TLS handshake"
+            sock.settimeout(_left(deadline))
             sock = _wrap_tls(sock, target.host)
-        sock.sendall(request)
+        step = "the request was not read"
+        view = memoryview(request)
+        while view:
+            sock.settimeout(_left(deadline))
+            view = view[sock.send(view) :]
+        step = "no answer"
         received = bytearray()
         while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError
-            sock.settimeout(remaining)
+            sock.settimeout(_left(deadline))
             chunk = sock.recv(65536)
             if not chunk:
                 break
@@ -384,7 +404,7 @@ def _exchange(target: Target, request: bytes, timeout: float) -> tuple[int, byte
             if _complete(received):
                 break
     except TimeoutError:
-        raise Failure(f"no answer within {timeout:g} s") from None
+        raise Failure(f"{step} within {timeout:g} s") from None
     except OSError as exc:
         raise Failure(f"the connection failed: {_os_error(exc)}") from None
     finally:
@@ -392,7 +412,89 @@ def _exchange(target: Target, request: bytes, timeout: float) -> tuple[int, byte
     return _parse_response(bytes(received))
 
 
+def _left(deadline: float) -> float:
+    """The time left before ``deadline``; TimeoutError when there is none (a socket timeout
+    of 0 would mean "do not wait", not "give up")."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError
+    return left
+
+
+def _resolve(target: Target, deadline: float, timeout: float) -> list[Any]:
+    """The addresses of ``target`` (getaddrinfo's tuples), looked up by the deadline.
+
+    ``getaddrinfo`` takes no timeout, and a resolver that never answers holds it for as long as
+    resolv.conf's retries last; so a name is looked up in a thread of its own, left behind when
+    the deadline passes (the process exits soon after: a ``_thread`` thread is not waited for).
+    An address literal needs no lookup and no thread.
+    """
+    import socket
+
+    try:
+        return socket.getaddrinfo(
+            target.host, target.port, 0, socket.SOCK_STREAM, 0, socket.AI_NUMERICHOST
+        )
+    except (OSError, UnicodeError):
+        pass  # a name: looked up below
+    import _thread
+
+    done = _thread.allocate_lock()
+    done.acquire()
+    found: list[Any] = []
+
+    def look_up() -> None:
+        try:
+            found.append(socket.getaddrinfo(target.host, target.port, 0, socket.SOCK_STREAM))
+        except BaseException as exc:  # handed to the waiting thread, which names it
+            found.append(exc)
+        finally:
+            done.release()
+
+    _thread.start_new_thread(look_up, ())
+    left = deadline - time.monotonic()
+    if left <= 0 or not done.acquire(timeout=left):
+        raise Failure(f"no address for {target.host} within {timeout:g} s")
+    result = found[0]
+    if isinstance(result, OSError):
+        raise Failure(f"cannot resolve {target.host}: {_os_error(result)}")
+    if isinstance(result, UnicodeError):
+        raise Failure(f"cannot resolve {target.host}: not a valid host name")
+    if isinstance(result, BaseException):
+        raise result
+    if not result:
+        raise Failure(f"cannot resolve {target.host}: no address")
+    return list(result)
+
+
+def _connect(addresses: list[Any], deadline: float, timeout: float) -> socket.socket:
+    """A socket connected to the first of ``addresses`` that accepts, by the deadline."""
+    import socket
+
+    error: OSError | None = None
+    for family, kind, proto, _, address in addresses:
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.settimeout(_left(deadline))
+            sock.connect(address)
+            return sock
+        except TimeoutError:
+            sock.close()
+            if deadline - time.monotonic() <= 0:
+                break
+            error = None
+        except OSError as exc:
+            sock.close()
+            error = exc
+    if error is None:
+        raise Failure(f"no connection within {timeout:g} s")
+    if isinstance(error, ConnectionRefusedError):
+        raise Failure("connection refused")
+    raise Failure(f"cannot connect: {_os_error(error)}")
+
+
 def _wrap_tls(sock: socket.socket, host: str) -> socket.socket:
+    """``sock`` with TLS; the handshake is bounded by the socket's timeout as a whole."""
     import ssl
 
     context = ssl.create_default_context()

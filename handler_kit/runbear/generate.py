@@ -128,7 +128,7 @@ def runbear_document(
     if transport == "mcp" and not mcp_server:
         problems.append(
             "--mcp-server is required for mcp_tool handlers: the namespace of the agent's "
-            "Custom MCP integration that points at {base_url}/mcp"
+            "Custom MCP integration that points at the server's /mcp endpoint"
         )
     if transport not in ("http", "mcp"):
         problems.append(f"unknown transport {transport!r}: use http or mcp")

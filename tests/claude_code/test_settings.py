@@ -44,7 +44,8 @@ GATES = {"refund_gate", "prompt_policy"}
 def command_line(target: str, handler: str) -> str:
     """The command line installed for one handler, spelled out by hand."""
     line = (
-        f'cd "$CLAUDE_PROJECT_DIR" && {PYTHON} -m handler_kit command {target} --handler {handler}'
+        f'cd "$CLAUDE_PROJECT_DIR" && {PYTHON} -I -m handler_kit command {target} '
+        f"--handler {handler}"
     )
     if handler in GATES:
         reason = (
@@ -171,6 +172,8 @@ def test_is_ours_only_matches_this_app() -> None:
         f"{python} -m handler_kit command {TARGET} --handler x || {{ echo 'x' >&2; exit 2; }}",
         f"{python} -m handler_kit forward https://h/hooks/x --app {TARGET} --fail-closed",
         f"/usr/bin/python3 -m handler_kit forward https://h/hooks/x --app={TARGET}",
+        f'cd "$CLAUDE_PROJECT_DIR" && {python} -I -m handler_kit command {TARGET} --handler x',
+        f"{python} -I -m handler_kit forward https://h/hooks/x --app {TARGET} --fail-closed",
     ):
         assert is_ours({"type": "command", "command": command}, TARGET), command
     for command in (
@@ -314,6 +317,41 @@ def test_indentation_is_kept(settings_path: Path, indent: int | str) -> None:
     install(command_app.app, TARGET, str(settings_path), command=True)
     text = settings_path.read_text()
     assert text == json.dumps(json.loads(text), indent=indent, ensure_ascii=False) + "\n"
+
+
+# A hand-written settings file: a one-line "permissions", spacing and escapes of its own, a
+# key order of its own. Only the hooks value may change.
+HAND_WRITTEN_HEAD = """{
+    "permissions": {"allow": ["Bash(npm test:*)"], "deny": ["Read(./.env)"]},
+  "model":"opus",
+"""
+HAND_WRITTEN_TAIL = """,
+  "env":   { "FOO" : "caf\\u00e9" }
+}
+"""
+
+
+def test_only_the_hooks_value_is_rewritten(settings_path: Path) -> None:
+    old_hooks = '"hooks": {"Notification": [{"hooks": [{"type": "command", "command": "n"}]}]}'
+    settings_path.write_text(HAND_WRITTEN_HEAD + "  " + old_hooks + HAND_WRITTEN_TAIL)
+    install(command_app.app, TARGET, str(settings_path), command=True)
+    text = settings_path.read_text()
+    assert text.startswith(HAND_WRITTEN_HEAD + '  "hooks": {\n    "Notification": [')
+    assert text.endswith("\n  }" + HAND_WRITTEN_TAIL)
+    hooks = json.loads(text)["hooks"]
+    assert hooks["Notification"][0]["hooks"] == [{"type": "command", "command": "n"}]
+    assert hooks["PreToolUse"] == claude_code_hooks(command_app.app, TARGET)["PreToolUse"]
+
+
+def test_a_hooks_key_is_added_after_the_last_member(settings_path: Path) -> None:
+    original = HAND_WRITTEN_HEAD + '  "x": 1' + HAND_WRITTEN_TAIL
+    settings_path.write_text(original)
+    install(command_app.app, TARGET, str(settings_path), command=True)
+    text = settings_path.read_text()
+    head = original[: -len("\n}\n")]
+    assert text.startswith(head + ',\n  "hooks": {\n    "PreToolUse": [')
+    assert text.endswith("\n  }\n}\n")
+    assert json.loads(text)["hooks"] == claude_code_hooks(command_app.app, TARGET)
 
 
 def test_merge_does_not_modify_its_input() -> None:

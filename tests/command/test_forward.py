@@ -134,7 +134,13 @@ def test_a_rejected_token_is_a_failure(server: str) -> None:
     wrong = forward(gate, "--fail-closed", stdin=REFUND, token="not-the-token-0123456789")
     assert wrong.code == 0
     assert "HTTP 401" in wrong.json()["hookSpecificOutput"]["permissionDecisionReason"]
-    one_line(wrong, "HTTP 401", "answered the fail-closed deny")
+    one_line(
+        wrong,
+        "HTTP 401",
+        "the server did not accept $HANDLER_KIT_TOKEN (check it against the server's "
+        "HANDLER_KIT_TOKENS",
+        "answered the fail-closed deny",
+    )
     missing = forward(gate, stdin=REFUND, token=None)
     assert (missing.code, missing.stdout) == (0, b"")
     one_line(missing, "HTTP 401", "$HANDLER_KIT_TOKEN is not set", "no answer given")
@@ -410,11 +416,28 @@ def test_forward_imports_only_the_standard_library(nothing_listening: str) -> No
 
 
 def test_python_m_handler_kit_forward(nothing_listening: str) -> None:
-    """The form install writes: the interpreter's absolute path, -m handler_kit."""
+    """The form install writes: the interpreter's absolute path, -I -m handler_kit."""
     result = forward(
         nothing_listening,
         "--fail-closed",
         stdin=REFUND,
-        program=[sys.executable, "-m", "handler_kit"],
+        program=[sys.executable, "-I", "-m", "handler_kit"],
     )
     assert result.json() == deny(outage_reason("connection refused"))
+
+
+def test_a_base_url_without_the_hook_route_says_what_is_missing(server: str) -> None:
+    """The server's base URL answers 404: the forwarder says the URL needs its hook route,
+    and a fail-closed gate still answers its safe decision."""
+    hint = "is not a hook route: give the server's URL with /hooks (every handler) or /hooks/NAME"
+    open_ = forward(server, stdin=REFUND)
+    assert (open_.code, open_.stdout) == (0, b"")
+    one_line(open_, "HTTP 404", hint, "no answer given")
+    closed = forward(f"{server}/", "--fail-closed", stdin=REFUND)
+    assert closed.code == 0
+    what = closed.json()["hookSpecificOutput"]["permissionDecisionReason"]
+    assert what.startswith("Blocked by policy: the hook server did not answer (HTTP 404")
+    assert hint in what
+    one_line(closed, "answered the fail-closed deny")
+    every = forward(f"{server}/hooks", "--fail-closed", stdin=REFUND)
+    assert every.json() == deny(hook_app.REFUND_DENY)
