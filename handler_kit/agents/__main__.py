@@ -31,6 +31,7 @@ def install(cache: Path) -> Path:
     done = subprocess.run(
         [npm, "install", "--no-audit", "--no-fund", "--prefix", str(partial), *npm_specs()],
         stdin=subprocess.DEVNULL,
+        stdout=sys.stderr,  # stdout is the folder's name alone, for the Makefile to read
     )
     if done.returncode != 0:
         raise SystemExit(f"npm install {' '.join(npm_specs())} failed (exit {done.returncode})")

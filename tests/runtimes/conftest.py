@@ -8,14 +8,19 @@ skips.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import socket
+import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from handler_kit.agents import AgentRun, Turn, install_hooks, run_agent, run_app
@@ -125,3 +130,52 @@ def run(agents_dir: Path, runs_dir: Path, scenario_projects: dict[str, tuple[Pat
 @pytest.fixture(params=AGENTS)
 def agent(request: pytest.FixtureRequest) -> str:
     return str(request.param)
+
+
+TOKEN = "runtime-scenarios-token"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+@contextlib.contextmanager
+def served(project: Path, app: str) -> Iterator[str]:
+    """``handler-kit serve APP`` in ``project`` on 127.0.0.1 with the bearer token ``TOKEN``;
+    its base URL once ``/readyz`` answers."""
+    port = free_port()
+    log = (project / "server.log").open("wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "handler_kit", "serve", app, "--port", str(port)],
+        cwd=project,
+        env={**os.environ, "HANDLER_KIT_TOKENS": TOKEN, "HANDLER_KIT_HOST": "127.0.0.1"},
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(
+                    f"handler-kit serve did not start: {(project / 'server.log').read_text()}"
+                )
+            time.sleep(0.2)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()

@@ -59,14 +59,14 @@ def test_a_fail_closed_gate_that_raises_denies(run, agent: str) -> None:
     result = run(agent, [Shell("touch raise-me.marker"), Say("Finished.")])
     assert result.returncode == 0, result.describe()
     assert not (result.project / "raise-me.marker").exists(), result.describe()
-    assert any("raising_gate" in r for r in result.tool_results()), result.describe()
+    assert any("the check 'gate'" in r for r in result.tool_results()), result.describe()
 
 
 def test_a_fail_closed_gate_that_hangs_denies_by_its_deadline(run, agent: str) -> None:
     result = run(agent, [Shell("touch hang-me.marker"), Say("Finished.")])
     assert result.returncode == 0, result.describe()
     assert not (result.project / "hang-me.marker").exists(), result.describe()
-    assert any("hanging_gate" in r for r in result.tool_results()), result.describe()
+    assert any("the check 'gate'" in r for r in result.tool_results()), result.describe()
     assert result.seconds < 30, result.describe()
 
 

@@ -30,7 +30,9 @@ def command_of(event: PreToolUse | PostToolUse) -> str:
     return str((event.tool_input or {}).get("command", ""))
 
 
-@app.pre_tool_use(matcher="Bash")
+# One gate for every PreToolUse scenario: each hook is a process per tool call, and one
+# fail-closed gate is what an app that no longer imports must keep closed.
+@app.pre_tool_use(matcher="Bash", fail_closed=True)
 def gate(event: PreToolUse):
     command = command_of(event)
     if "deny-me" in command:
@@ -40,22 +42,11 @@ def gate(event: PreToolUse):
     if "ask-me" in command:
         return ask("ASKED-BY-GATE: a human must confirm.")
     if "rewrite-me" in command:
-        return rewrite(
-            {**(event.tool_input or {}), "command": command.replace("rewrite-me", "rewritten")}
-        )
-    return None
-
-
-@app.pre_tool_use(matcher="Bash", fail_closed=True)
-def raising_gate(event: PreToolUse):
-    if "raise-me" in command_of(event):
+        rewritten = command.replace("rewrite-me", "rewritten")
+        return rewrite({**(event.tool_input or {}), "command": rewritten})
+    if "raise-me" in command:
         raise RuntimeError("the policy service is down")
-    return None
-
-
-@app.pre_tool_use(matcher="Bash", fail_closed=True)
-def hanging_gate(event: PreToolUse):
-    if "hang-me" in command_of(event):
+    if "hang-me" in command:
         time.sleep(60)
     return None
 
