@@ -173,3 +173,30 @@ def test_a_tool_matcher_catches_a_real_mcp_servers_tool(run) -> None:
     assert refunds.exists(), result.describe()
     assert refunds.read_text().split() == ["A-2", "20"], result.describe()
     assert any("REFUND-DENIED" in r for r in result.tool_results()), result.describe()
+
+
+@pytest.mark.parametrize("agent", [CLAUDE_CODE, CODEX])
+def test_the_forwarder_ignores_the_projects_own_modules(agents_dir, runs_dir, agent: str) -> None:
+    # The forwarder runs in the project folder and needs nothing of it: a project module named
+    # like one of the standard library's must not be imported in its place.
+    project = project_in(runs_dir)
+    project.mkdir()
+    (project / "scenarios.py").write_text(SCENARIOS["scenarios.py"])
+    with served(project, "scenarios:app") as url:
+        message = install_hooks(
+            agent, "scenarios:app", project, install_args=["--via", url], python=sys.executable
+        )
+        (project / "json.py").write_text("raise ImportError('the project json.py was imported')\n")
+        result = run_agent(
+            agent,
+            project,
+            [Shell("touch deny-me.marker"), Shell("touch plain.marker"), Say("Done.")],
+            agents_dir=agents_dir,
+            home=project.parent / "home",
+            env={"HANDLER_KIT_TOKEN": TOKEN},
+            install_message=message,
+        )
+    assert result.returncode == 0, result.describe()
+    assert not (project / "deny-me.marker").exists(), result.describe()
+    assert any("DENIED-BY-GATE" in r for r in result.tool_results()), result.describe()
+    assert (project / "plain.marker").exists(), result.describe()
