@@ -177,7 +177,7 @@ def _handler_for(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
             path = self.path.split("?", 1)[0]
             turn, number = model.answer(self.path, body)
             if path.endswith("/messages"):
-                events = anthropic_events(turn, number, model.script)
+                events = anthropic_events(turn, number)
             elif path.endswith("/responses"):
                 events = responses_events(turn, number)
             else:
@@ -253,7 +253,7 @@ def _say_text(turn: Turn) -> str:
     return turn.text if isinstance(turn, Say) else DONE_TEXT
 
 
-def anthropic_events(turn: Turn, number: int, script: object = None) -> list[dict[str, Any]]:
+def anthropic_events(turn: Turn, number: int) -> list[dict[str, Any]]:
     """The Messages API stream of one answer."""
     tool = _tool_of(turn, anthropic=True)
     start = {**anthropic_message(turn, number), "content": [], "stop_reason": None}
