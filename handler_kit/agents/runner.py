@@ -19,6 +19,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,6 +34,9 @@ from handler_kit.agents.versions import AGENTS, CLAUDE_CODE, CODEX, describe, ex
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 DEFAULT_TIMEOUT = 90.0
 MODEL_KEY_VARIABLE = "HANDLER_KIT_SCRIPTED_MODEL_KEY"
+# After the file that asks for an interrupt appears: the command that made it is still running,
+# and the agent has finished starting it.
+INTERRUPT_SETTLE = 0.5
 # Where each agent reads its project's hooks, and the runtime name `handler-kit install` takes.
 SETTINGS = {
     CLAUDE_CODE: (".claude/settings.json", "claude-code"),
@@ -125,6 +129,7 @@ def run_agent(
     timeout: float = DEFAULT_TIMEOUT,
     python: str = sys.executable,
     install_message: str = "",
+    interrupt_when: str | None = None,
 ) -> AgentRun:
     """Run ``agent`` once, headless, in ``project`` (hooks installed by :func:`install_hooks`)
     against a :class:`ScriptedModel` playing ``script``.
@@ -135,6 +140,8 @@ def run_agent(
     put its helpers there). ``allowed_tools`` and ``mcp_servers`` (an ``mcpServers`` table)
     are Claude Code's; ``env`` is added to the agent's environment, which the hooks inherit.
     The agent and everything it started are killed at ``timeout`` seconds.
+    ``interrupt_when`` names a file of the project (one a tool command creates): once it
+    exists, the agent gets SIGINT, as from Ctrl-C (Codex's Interrupt event).
     """
     if agent not in AGENTS:
         raise ValueError(f"unknown agent {agent!r}; one of {', '.join(AGENTS)}")
@@ -153,7 +160,8 @@ def run_agent(
             _write_codex_config(home / ".codex", model.url, project)
             argv = _codex_argv(command, prompt, project)
         started = time.monotonic()
-        returncode, stdout, stderr = _run(argv, project, environment, timeout)
+        interrupt = None if interrupt_when is None else project / interrupt_when
+        returncode, stdout, stderr = _run(argv, project, environment, timeout, interrupt)
         seconds = time.monotonic() - started
         requests = model.requests
     return AgentRun(agent, returncode, stdout, stderr, requests, project, seconds, install_message)
@@ -325,7 +333,11 @@ def _write_codex_config(codex_home: Path, model_url: str, project: Path) -> None
 
 
 def _run(
-    argv: list[str], cwd: Path, environment: Mapping[str, str], timeout: float
+    argv: list[str],
+    cwd: Path,
+    environment: Mapping[str, str],
+    timeout: float,
+    interrupt: Path | None = None,
 ) -> tuple[int | None, str, str]:
     # A session of its own, so that a timeout ends the agent with its hook processes.
     process = subprocess.Popen(
@@ -338,6 +350,10 @@ def _run(
         text=True,
         start_new_session=True,
     )
+    if interrupt is not None:
+        threading.Thread(
+            target=_interrupt_when, args=(process, interrupt, timeout), daemon=True
+        ).start()
     try:
         stdout, stderr = process.communicate(timeout=timeout)
         return process.returncode, stdout, stderr
@@ -345,3 +361,14 @@ def _run(
         os.killpg(process.pid, signal.SIGKILL)
         stdout, stderr = process.communicate()
         return None, stdout, stderr
+
+
+def _interrupt_when(process: subprocess.Popen[str], path: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while process.poll() is None and time.monotonic() < deadline:
+        if path.exists():
+            time.sleep(INTERRUPT_SETTLE)
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)
+            return
+        time.sleep(0.1)

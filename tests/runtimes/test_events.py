@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from handler_kit.agents import CLAUDE_CODE, Say, Shell
+from handler_kit.agents import CLAUDE_CODE, CODEX, Say, Shell
+
+from .conftest import app_source
 
 pytestmark = pytest.mark.runtimes
 
@@ -65,3 +67,19 @@ def test_stop_context_continues_once_then_the_agent_stops(run, agent: str) -> No
     assert result.returncode == 0, result.describe()
     assert result.reached_model("STOP-CONTEXT: remember to cite the ticket."), result.describe()
     assert main_requests(result) == 2, result.describe()
+
+
+def test_codex_runs_an_interrupt_handler_when_the_turn_is_interrupted(run) -> None:
+    script = [Shell("touch started.marker; sleep 60"), Say("Finished.")]
+    result = run(
+        CODEX,
+        script,
+        app="interrupts:app",
+        files={"interrupts.py": app_source("interrupts.py")},
+        interrupt_when="started.marker",
+    )
+    assert not result.timed_out, result.describe()
+    assert "hook: Interrupt" in result.stderr, result.describe()
+    marker = result.project / "interrupted.marker"
+    assert marker.exists(), result.describe()
+    assert marker.read_text() == "Interrupt", result.describe()
