@@ -8,7 +8,7 @@ APP ?= refund_gate
 RUN_STAMP := $(VENV)/.installed-run
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: install run test lint docs bench test-container clean system-packages reliability fuzz
+.PHONY: install run test lint docs bench test-container test-runtimes clean system-packages reliability fuzz
 
 # `make run` installs the package alone; `make test` adds the test tools (the dev extra).
 $(RUN_STAMP): pyproject.toml
@@ -71,6 +71,15 @@ FUZZ_EXAMPLES ?= 20000
 FUZZ_SUMMARY ?= $(VENV)/fuzz-summary.json
 fuzz: $(STAMP)
 	$(BIN)/python -m tests.fuzz --examples $(FUZZ_EXAMPLES) --summary $(FUZZ_SUMMARY) $(FUZZ_ARGS)
+
+# The real agents (Claude Code, Codex; pinned in handler_kit/agents/versions.py) run headless
+# against a scripted model with hooks installed by `handler-kit install` (tests/runtimes). npm
+# installs them once into AGENTS_CACHE, outside the repository (about 660 MB), reused after.
+# Needs Node.js and npm; not part of `make test`.
+AGENTS_CACHE ?= $${XDG_CACHE_HOME:-$$HOME/.cache}/handler-kit/agents
+test-runtimes: $(STAMP)
+	dir="$$($(BIN)/python -m handler_kit.agents install --cache "$(AGENTS_CACHE)")" && \
+	HANDLER_KIT_AGENTS_DIR="$$dir" $(BIN)/python -m pytest -q -m runtimes tests/runtimes $(RUNTIMES_ARGS)
 
 test-container: $(STAMP)
 	bash docker/test-container.sh
