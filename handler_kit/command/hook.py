@@ -780,8 +780,12 @@ class _Watchdog:
             return
         # Just after the deadline, so the loop's own timeout answers first when it can (it
         # knows which handlers did answer), and well inside the margin the deadline keeps
-        # before the runtime's timeout.
+        # before the runtime's timeout. The runtime's clock started when it spawned this
+        # process, not when the app had imported: on a loaded machine the start-up alone can
+        # take a second or more, and a watchdog counting from here would answer after the
+        # runtime had given up and let the call through.
         delay = max(h.deadline + (h.timeout - h.deadline) / 4 for h in handlers)
+        delay = max(delay - _since_process_start(), MIN_WATCHDOG_DELAY)
         # a bare thread: threading.Thread.start waits until the new thread has run, a
         # scheduler round trip on every tool call, and this one needs no join (it never
         # keeps the process alive: the process ends when the main thread is done)
@@ -826,6 +830,24 @@ class _Watchdog:
             _write_stderr(code, err, lines, self.log_file)
         finally:
             _leave_now(code)
+
+
+# the least time the handlers get once the app has loaded, however long the start-up took
+MIN_WATCHDOG_DELAY = 0.05
+
+
+def _since_process_start() -> float:
+    """Seconds since this process was spawned (Linux's ``/proc``), else 0: what the runtime's
+    timeout has already used before any of handler-kit ran."""
+    try:
+        with open("/proc/self/stat", "rb") as stat:
+            # the command name (field 2) may hold spaces and parentheses: count from its end
+            start_ticks = int(stat.read().rsplit(b")", 1)[1].split()[19])
+        with open("/proc/uptime", "rb") as uptime:
+            now = float(uptime.read().split()[0])
+        return max(0.0, now - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def _leave_now(code: int) -> None:
