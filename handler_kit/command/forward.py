@@ -28,6 +28,7 @@ import sys
 import time
 
 from handler_kit.command import dialects
+from handler_kit.command._clock import since_process_start
 from handler_kit.config import CLIENT_TOKEN_VARIABLE, client_token
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING to a type checker, without importing typing
@@ -227,9 +228,9 @@ def run(args: Any) -> int:
     except ValueError as exc:
         _write_stderr([f"handler-kit forward: {exc}"])
         return USAGE_EXIT
-    # One deadline for the whole call, from here: the runtime's timeout runs from the process's
-    # start, and a forwarder it kills lets the call proceed.
-    deadline = time.monotonic() + args.timeout
+    # One deadline for the whole call: the runtime's timeout runs from the process's spawn
+    # (the interpreter's start included), and a forwarder it kills lets the call proceed.
+    deadline = time.monotonic() + args.timeout - since_process_start()
     body = sys.stdin.buffer.read()
     event = _event_name(body)
     try:

@@ -47,6 +47,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
+from handler_kit.command._clock import since_process_start
 from handler_kit.config import command_config
 from handler_kit.core._coroutines import never_suspends, run_without_loop
 from handler_kit.core.vocabulary import INPUT_ID_FIELDS, one_line, top_level_strings
@@ -785,7 +786,7 @@ class _Watchdog:
         # take a second or more, and a watchdog counting from here would answer after the
         # runtime had given up and let the call through.
         delay = max(h.deadline + (h.timeout - h.deadline) / 4 for h in handlers)
-        delay = max(delay - _since_process_start(), MIN_WATCHDOG_DELAY)
+        delay = max(delay - since_process_start(), MIN_WATCHDOG_DELAY)
         # a bare thread: threading.Thread.start waits until the new thread has run, a
         # scheduler round trip on every tool call, and this one needs no join (it never
         # keeps the process alive: the process ends when the main thread is done)
@@ -834,20 +835,6 @@ class _Watchdog:
 
 # the least time the handlers get once the app has loaded, however long the start-up took
 MIN_WATCHDOG_DELAY = 0.05
-
-
-def _since_process_start() -> float:
-    """Seconds since this process was spawned (Linux's ``/proc``), else 0: what the runtime's
-    timeout has already used before any of handler-kit ran."""
-    try:
-        with open("/proc/self/stat", "rb") as stat:
-            # the command name (field 2) may hold spaces and parentheses: count from its end
-            start_ticks = int(stat.read().rsplit(b")", 1)[1].split()[19])
-        with open("/proc/uptime", "rb") as uptime:
-            now = float(uptime.read().split()[0])
-        return max(0.0, now - start_ticks / os.sysconf("SC_CLK_TCK"))
-    except (OSError, ValueError, IndexError):
-        return 0.0
 
 
 def _leave_now(code: int) -> None:

@@ -157,3 +157,33 @@ def test_a_slow_handshake_then_a_server_that_never_reads() -> None:
     }
     assert_denied_in_time(result, f"the request was not read within {TIMEOUT:g} s")
     assert server.held, "the handshake did not complete"
+
+
+def test_the_deadline_counts_from_the_spawn() -> None:
+    """The runtime's timeout started when it spawned the forwarder: a slow start (a loaded
+    machine, here a sleep before the forwarder runs) comes out of the deadline."""
+    listener = socket.create_server(("127.0.0.1", 0))  # accepts (backlog), never answers
+    port = listener.getsockname()[1]
+    argv = forwarder_argv(f"http://127.0.0.1:{port}/hooks/refund_gate")
+    slow_start = (
+        "import runpy, sys, time; time.sleep(1.5); "
+        f"sys.argv = {['handler_kit', *argv[4:]]!r}; "
+        "runpy.run_module('handler_kit', run_name='__main__', alter_sys=True)"
+    )
+    try:
+        start = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-I", "-c", slow_start],
+            input=REFUND,
+            capture_output=True,
+            env=forwarder_env(),
+            cwd=REPO,
+            timeout=60,
+        )
+        elapsed = time.monotonic() - start
+    finally:
+        listener.close()
+    answer = json.loads(done.stdout)["hookSpecificOutput"]
+    assert (done.returncode, answer["permissionDecision"]) == (0, "deny"), done.stderr.decode()
+    # counted from the forwarder's own start, the answer would come 1.5 s later than this
+    assert elapsed < TIMEOUT + 0.9, f"answered {elapsed:.2f} s after the spawn"
