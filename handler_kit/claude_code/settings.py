@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from handler_kit.config import CLIENT_TOKEN_VARIABLE
 from handler_kit.core.outputs import SAFE_DECISIONS
+from handler_kit.core.vocabulary import COMMAND_STARTUP_ALLOWANCE
 
 if TYPE_CHECKING:
     from handler_kit.core.app import Handler, HookApp
@@ -54,10 +55,6 @@ APP_HEADER = "X-Handler-Kit-App"
 # Claude Code never sends these events to http hooks (command and mcp_tool only): an http entry
 # would be a hook that silently never fires.
 NO_HTTP_EVENTS = frozenset({"SessionStart", "Setup"})
-# A command hook starts a new process before the handler's deadline starts to run: give the
-# runtime's timeout this much more, so a fail-closed gate's own deny arrives first. A forwarder
-# waits for the server half of it: past the server's own deadline, before the runtime's.
-COMMAND_STARTUP_ALLOWANCE = 1.0
 COMMAND = "handler-kit"
 # Every entry runs the interpreter isolated. ``python -m`` puts the current folder (the
 # project, which the agent can write to) first on sys.path: a json.py or a handler_kit/ folder

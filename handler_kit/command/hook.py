@@ -50,7 +50,12 @@ from typing import TYPE_CHECKING, Any
 from handler_kit.command._clock import since_process_start
 from handler_kit.config import command_config
 from handler_kit.core._coroutines import never_suspends, run_without_loop
-from handler_kit.core.vocabulary import INPUT_ID_FIELDS, one_line, top_level_strings
+from handler_kit.core.vocabulary import (
+    COMMAND_STARTUP_ALLOWANCE,
+    INPUT_ID_FIELDS,
+    one_line,
+    top_level_strings,
+)
 
 if TYPE_CHECKING:
     import argparse
@@ -786,7 +791,9 @@ class _Watchdog:
         # take a second or more, and a watchdog counting from here would answer after the
         # runtime had given up and let the call through.
         delay = max(h.deadline + (h.timeout - h.deadline) / 4 for h in handlers)
-        delay = max(delay - since_process_start(), MIN_WATCHDOG_DELAY)
+        runtime_gives_up = max(h.timeout for h in handlers) + COMMAND_STARTUP_ALLOWANCE
+        latest = runtime_gives_up - ANSWER_MARGIN - since_process_start()
+        delay = max(min(delay, latest), MIN_WATCHDOG_DELAY)
         # a bare thread: threading.Thread.start waits until the new thread has run, a
         # scheduler round trip on every tool call, and this one needs no join (it never
         # keeps the process alive: the process ends when the main thread is done)
@@ -835,6 +842,8 @@ class _Watchdog:
 
 # the least time the handlers get once the app has loaded, however long the start-up took
 MIN_WATCHDOG_DELAY = 0.05
+# the watchdog's answer is written and the process gone this long before the runtime's timeout
+ANSWER_MARGIN = 0.5
 
 
 def _leave_now(code: int) -> None:

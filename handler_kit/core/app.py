@@ -506,6 +506,7 @@ class HookApp(EventDecorators):
             and not output.specific
             and not output.extra
             and output.decision != "block"
+            and output.context is None
         ):
             return output  # _settle has nothing to check: JSON-safe, on time, no loop to guard
         return self._settle(handler, event, output, started, now)
@@ -585,17 +586,30 @@ class HookApp(EventDecorators):
             )
             return self._failed(handler, Status.TIMEOUT, TIMEOUT_MESSAGE, started)
         if (
-            output.decision == "block"
+            (output.decision == "block" or output.context is not None)
             and handler.stop_loop_guard
             and event.hook_event_name in LOOP_GUARDED_EVENTS
             and getattr(event, "stop_hook_active", None) is True
         ):
+            # On Stop, context continues the turn as a block does (Claude Code reads either as
+            # "keep going"; the dialects of Codex, Posit and the sandbox render it as a block),
+            # so neither is sent while the agent is already going on because of a stop hook.
+            what = "blocked" if output.decision == "block" else "gave context on"
             logger.warning(
-                "%s blocked a %s while stop_hook_active was true: not sent, to avoid a loop",
+                "%s %s a %s while stop_hook_active was true: not sent, to avoid a loop",
                 handler.name,
+                what,
                 event.hook_event_name,
             )
-            return Invocation(handler, Status.LOOP_GUARDED, None, None, elapsed * 1000)
+            kept = Output(
+                continue_=output.continue_,
+                stop_reason=output.stop_reason,
+                system_message=output.system_message,
+                suppress_output=output.suppress_output,
+            )
+            if kept.is_empty:
+                return Invocation(handler, Status.LOOP_GUARDED, None, None, elapsed * 1000)
+            return kept
         return output
 
     @staticmethod

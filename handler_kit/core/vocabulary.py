@@ -22,6 +22,11 @@ from handler_kit.core.outputs import Output
 
 DEFAULT_TIMEOUTS = {"SessionStart": 5.0, "Interrupt": 1.0}
 DEFAULT_TIMEOUT = 3.0
+# A command hook starts a new process before the handler's deadline starts to run: an installed
+# entry gives the runtime's timeout this much more, so a fail-closed gate's own deny arrives
+# first. A forwarder waits for the server half of it: past the server's own deadline, before
+# the runtime's.
+COMMAND_STARTUP_ALLOWANCE = 1.0
 # The most a handler of the event may take: Codex waits at most 3 s on Interrupt, and a command
 # hook is installed with a second more than the handler's timeout for its start-up.
 MAX_TIMEOUTS = {"Interrupt": 2.0}

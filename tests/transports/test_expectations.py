@@ -58,6 +58,11 @@ EXPECTED: dict[str, dict[str, Any]] = {
     "stop_block": {"decision": "block", "reason": "Cite the ticket."},
     # the Stop loop guard: a block while stop_hook_active would keep the agent going forever
     "stop_block_guarded": {},
+    "stop_context": {
+        "hookSpecificOutput": {"hookEventName": "Stop", "additionalContext": "Check the tests."}
+    },
+    # context on Stop continues the turn as a block does: the same guard
+    "stop_context_guarded": {},
     "stop_halt": {"continue": False, "stopReason": "Out of budget."},
     # halting is not a block: the guard leaves it alone
     "stop_halt_guarded": {"continue": False, "stopReason": "Out of budget."},

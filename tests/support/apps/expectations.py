@@ -40,6 +40,8 @@ BEHAVIOURS: dict[str, tuple[str, Answering, bool]] = {
     "post_block": ("PostToolUse", lambda: block("The output leaked a key."), False),
     "stop_block": ("Stop", lambda: block("Cite the ticket."), False),
     "stop_block_guarded": ("Stop", lambda: block("Cite the ticket."), False),
+    "stop_context": ("Stop", lambda: context("Check the tests."), False),
+    "stop_context_guarded": ("Stop", lambda: context("Check the tests."), False),
     "stop_halt": ("Stop", lambda: halt("Out of budget."), False),
     "stop_halt_guarded": ("Stop", lambda: halt("Out of budget."), False),
     "prompt_raises_closed": ("UserPromptSubmit", _raise, True),
