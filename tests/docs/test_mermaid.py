@@ -2,7 +2,7 @@
 Mermaid script with the site (scripts/mermaid.sh), and the theme uses it rather than its CDN.
 
 The site is built as ``make docs`` builds it, then opened from disk in headless Chromium with
-every request off this machine refused: the diagram must be an SVG, not its source."""
+every request off this machine refused: the diagram must be drawn, not shown as its source."""
 
 from __future__ import annotations
 
@@ -50,7 +50,13 @@ def test_the_diagrams_render_offline_from_the_shipped_script(tmp_path: Path) -> 
 
             page.route("**/*", route)
             page.goto(page_file.as_uri())
-            sync_api.expect(page.locator(".mermaid svg").first).to_be_visible(timeout=WAIT_MS)
+            # the theme replaces each diagram's source (pre.mermaid) with a div holding the
+            # SVG in a closed shadow root: the source is gone and a drawing takes its place
+            rendered = page.locator("div.mermaid").first
+            sync_api.expect(rendered).to_be_visible(timeout=WAIT_MS)
+            sync_api.expect(page.locator("pre.mermaid")).to_have_count(0)
+            box = rendered.bounding_box()
+            assert box is not None and box["height"] > 100, box
         finally:
             chromium.close()
     assert not any("mermaid" in url for url in off_machine), off_machine
