@@ -42,6 +42,7 @@ lint: $(STAMP)
 # this one.)
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site
+	bash scripts/mermaid.sh site
 
 # System packages first (scripts/system-packages.sh: apt-get when root or password-less sudo,
 # otherwise one line naming what to install), so that no test skips.

@@ -165,8 +165,7 @@ def _shared_target(args: argparse.Namespace) -> Target:
         except (httpx.InvalidURL, ValueError) as exc:
             # the reason names the part at fault, never the URL (it can hold a password)
             raise UsageError(f"--url is not a server URL: {exc}") from None
-        if token is None:
-            _refuse_if_token_wanted(target)
+        _refuse_if_token_wanted(target, given=token is not None)
         return target
     from handler_kit.dispatcher import Dispatcher, DocumentError
 
@@ -195,9 +194,10 @@ def _shared_target(args: argparse.Namespace) -> Target:
     return DocumentTarget(dispatcher)
 
 
-def _refuse_if_token_wanted(target: Target) -> None:
-    """Without a token, ask the server once whether it wants one (an empty body: no handler
-    runs), so that a missing token is one line up front rather than a 401 per case."""
+def _refuse_if_token_wanted(target: Target, *, given: bool) -> None:
+    """Ask the server once whether it takes the token (or wants one when none is ``given``),
+    with an empty body no handler runs on, so that a missing or wrong token is one line up
+    front rather than a 401 per case."""
     import httpx
 
     from handler_kit.cases import ClientTarget
@@ -211,6 +211,11 @@ def _refuse_if_token_wanted(target: Target) -> None:
         target.close()
         variable = setting_for("client", "token").env
         tokens = setting_for("server", "tokens").env
+        if given:
+            raise UsageError(
+                f"the server refused the bearer token: --token or {variable} must hold one "
+                f"of the tokens in the server's {tokens}"
+            )
         raise UsageError(
             f"the server wants a bearer token and none was given: pass --token or set "
             f"{variable} (to one of the tokens in the server's {tokens})"

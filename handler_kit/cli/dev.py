@@ -180,21 +180,28 @@ def banner_lines(config: ServeConfig, hook_app: HookApp, generated: str | None) 
 
 def sample_event(hook_app: HookApp) -> dict[str, Any]:
     """An event the app's handlers answer: the refund gate's when a PreToolUse handler takes
-    ``issue_refund``, else one of the first handler's event (with a tool its matcher
-    takes, when its matcher names one)."""
-    from handler_kit.core.events import RUNBEAR_EVENTS
+    ``issue_refund``, else one of the first handler's event (a Runbear event's first, then
+    any other), with the value its matcher takes in the field the matcher is tested against
+    (a tool name, a source...), when its matcher names one."""
+    from handler_kit.core.events import EVENT_MODELS, RUNBEAR_EVENTS
 
-    handlers = [h for h in hook_app.handlers if h.event in RUNBEAR_EVENTS]
-    for handler in handlers:
+    for handler in hook_app.handlers:
         if handler.event == "PreToolUse" and _takes(handler.matcher, "issue_refund"):
             return dict(REFUND_EVENT)
-    if not handlers:
+    known = [h for h in hook_app.handlers if h.event in EVENT_MODELS]
+    known.sort(key=lambda h: h.event not in RUNBEAR_EVENTS)  # stable: registration order
+    if not known:
         return dict(REFUND_EVENT)
-    first = handlers[0]
+    first = known[0]
     event: dict[str, Any] = {"session_id": "dev", "hook_event_name": first.event}
-    if first.event in ("PreToolUse", "PostToolUse"):
-        event["tool_name"] = _tool_for(first.matcher)
     event.update(_SAMPLES.get(first.event, {}))
+    field = EVENT_MODELS[first.event].matcher_field
+    if field == "tool_name":
+        event[field] = _tool_for(first.matcher)
+    elif field is not None:
+        value = _value_for(first.matcher)
+        if value is not None:
+            event[field] = value
     return event
 
 
@@ -209,13 +216,18 @@ def _takes(matcher: str | None, tool: str) -> bool:
 
 def _tool_for(matcher: str | None) -> str:
     """A tool name ``matcher`` takes: its first alternative when that is a plain name."""
+    return _value_for(matcher) or "Bash"
+
+
+def _value_for(matcher: str | None) -> str | None:
+    """A value ``matcher`` takes: its first alternative when that is a plain name."""
     import re
 
     for part in re.split(r"[|,]", matcher or ""):
         name = part.strip().strip("^$").strip()
         if re.fullmatch(r"[A-Za-z0-9_.-]+", name) and _takes(matcher, name):
             return name
-    return "Bash"
+    return None
 
 
 def app_factory() -> Any:

@@ -344,6 +344,13 @@ def run_send(args: argparse.Namespace) -> int:
             else f"The server refused the token (401): {CLIENT_TOKEN_VARIABLE} or --token must "
             f"hold one of the server's {tokens}.",
         )
+    if report.error and "CERTIFICATE_VERIFY_FAILED" in report.error and not args.ca_file:
+        notes.insert(
+            0,
+            "The server's certificate is not one this machine trusts: for a test or development "
+            "certificate, pass its CA with --ca-file PEM (serve --dev-tls prints where its CA "
+            "is).",
+        )
     body: Any = None
     raw = report.http_body or b""
     if raw:

@@ -175,6 +175,15 @@ def test_url_token_from_the_environment_or_the_option(
         capsys, cases, "--url", cases_server.url, "--token", cases_server.token
     )
     assert code == 0, out
+    # a wrong token: said once too
+    code, out, err = handler_kit_test(
+        capsys, cases, "--url", cases_server.url, "--token", "not-the-token-0123456789"
+    )
+    assert (code, out) == (2, "")
+    assert err == (
+        "handler-kit: the server refused the bearer token: --token or HANDLER_KIT_TOKEN must "
+        "hold one of the tokens in the server's HANDLER_KIT_TOKENS\n"
+    )
     monkeypatch.setenv("HANDLER_KIT_TOKEN", cases_server.token)
     code, out, _ = handler_kit_test(capsys, cases, "--url", cases_server.url)
     assert code == 0, out

@@ -458,3 +458,25 @@ def test_validate_reads_matchers_as_javascript_regular_expressions(
     assert issue["path"] == "hooks.PreToolUse[0].matcher"
     assert issue["message"].startswith(f"invalid matcher regular expression '{matcher}': ")
     assert problem in issue["message"]
+
+
+def test_send_to_an_untrusted_certificate_suggests_ca_file(
+    tmp_path, scripted: ScriptServer, capsys
+) -> None:
+    event = {"hook_event_name": "Stop", "last_assistant_message": "hi"}
+    code, out, _ = run_cli(
+        capsys,
+        "send",
+        scripted.url("gate", body={}),
+        "--event",
+        write(tmp_path / "event.json", event),
+        "--token",
+        "t0k",
+    )
+    assert code == 1
+    printed = json.loads(out)
+    assert "CERTIFICATE_VERIFY_FAILED" in printed["runtime"]["error"]
+    assert printed["runtime"]["notes"][0] == (
+        "The server's certificate is not one this machine trusts: for a test or development "
+        "certificate, pass its CA with --ca-file PEM (serve --dev-tls prints where its CA is)."
+    )

@@ -128,6 +128,9 @@ def test_log_in_watch_events_arrive_open_one_and_filter(desk_server: Any, tmp_pa
             # the page sends a browser without a session to the login form
             page.goto(server.url + "/_inspector")
             expect(page).to_have_url(re.compile(r"/_inspector/login\?next="))
+            # the login page's background is the whole window, not only its top
+            body_height = page.evaluate("document.body.getBoundingClientRect().height")
+            assert body_height >= 980, body_height
             page.fill("#token", "a-wrong-token-of-some-length")
             page.click("#login")
             expect(page.locator(".error")).to_contain_text("not accepted")
@@ -164,6 +167,11 @@ def test_log_in_watch_events_arrive_open_one_and_filter(desk_server: Any, tmp_pa
             expect(page.locator("#detail-input")).to_contain_text('"card_number": "[REDACTED]"')
             expect(page.locator("#detail-input")).not_to_contain_text("4111111111111111")
             expect(page.locator("#detail-output")).to_contain_text('"permissionDecision": "deny"')
+            # with the pane open the reason keeps its room: readable, not one letter
+            reason_width = deny.locator("td.reason").evaluate(
+                "c => c.getBoundingClientRect().width"
+            )
+            assert reason_width >= 200, reason_width
 
             # filter by decision, by event, by status
             page.select_option("#filter-decision", "deny")
