@@ -21,9 +21,10 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from handler_kit.core._base_events import HookEvent, PostToolUse, PreToolUse, SessionStart, Stop
-from handler_kit.core.names import EVENT_NAMES, MATCHERLESS_EVENTS, RUNBEAR_EVENTS
+from handler_kit.core.names import EVENT_NAMES, EVENTS, MATCHERLESS_EVENTS, RUNBEAR_EVENTS
 
 if TYPE_CHECKING:
+    # <generated: models> by `make generate` from handler_kit.core.names.EVENTS; do not edit
     from handler_kit.core._claude_events import (
         ConfigChange,
         CwdChanged,
@@ -54,19 +55,25 @@ if TYPE_CHECKING:
         WorktreeRemove,
     )
     from handler_kit.core._prompt_event import UserPromptSubmit
+    # </generated: models>
 
 __all__ = [
     "EVENT_MODELS",
     "EVENT_NAMES",
     "MATCHERLESS_EVENTS",
     "RUNBEAR_EVENTS",
+    "HookEvent",
+    "model_for",
+    "parse_event",
+]
+# <generated: all> by `make generate` from handler_kit.core.names.EVENTS; do not edit
+__all__ += [
     "ConfigChange",
     "CwdChanged",
     "DirectoryAdded",
     "Elicitation",
     "ElicitationResult",
     "FileChanged",
-    "HookEvent",
     "InstructionsLoaded",
     "Interrupt",
     "MessageDisplay",
@@ -93,18 +100,17 @@ __all__ = [
     "UserPromptSubmit",
     "WorktreeCreate",
     "WorktreeRemove",
-    "model_for",
-    "parse_event",
 ]
+# </generated: all>
 
 # The models of four Runbear events are in handler_kit.core._base_events; UserPromptSubmit's
 # (which an app seldom imports by name) is in handler_kit.core._prompt_event, the others in
-# handler_kit.core._claude_events, each imported on first use (see _EventModels).
+# handler_kit.core._claude_events, each imported on first use (see _EventModels); the table of
+# events names each one's module.
 _EAGER: dict[str, type[HookEvent]] = {
     cls.__name__: cls for cls in (SessionStart, PreToolUse, PostToolUse, Stop)
 }
-_LAZY_MODULE = "handler_kit.core._claude_events"
-_LAZY_MODULES = {"UserPromptSubmit": "handler_kit.core._prompt_event"}
+_MODULES = {e.name: f"handler_kit.core.{e.module}" for e in EVENTS}
 
 
 class _EventModels(Mapping[str, "type[HookEvent]"]):
@@ -121,7 +127,7 @@ class _EventModels(Mapping[str, "type[HookEvent]"]):
             return model
         if name not in _NAME_SET:
             raise KeyError(name)
-        module = importlib.import_module(_LAZY_MODULES.get(name, _LAZY_MODULE))
+        module = importlib.import_module(_MODULES[name])
         model_class: type[HookEvent] = getattr(module, name)
         return model_class
 
@@ -145,7 +151,7 @@ EVENT_MODELS: Mapping[str, type[HookEvent]] = _EventModels()
 def __getattr__(name: str) -> Any:
     """The event models not defined at import, each defined on first access (PEP 562)."""
     if name in _NAME_SET:
-        return getattr(importlib.import_module(_LAZY_MODULES.get(name, _LAZY_MODULE)), name)
+        return getattr(importlib.import_module(_MODULES[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
