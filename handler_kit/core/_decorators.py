@@ -13,6 +13,10 @@ event has a matcher field, ``fail_closed`` where the event has a safe decision,
 of :meth:`~handler_kit.core.app.HookApp.on`, as it always has (``on`` refuses what its event
 cannot use), and a misspelt option is a ``TypeError`` naming it.
 
+The decorators, their type variables and the imports of the models are generated from the
+table of events (:data:`handler_kit.core.names.EVENTS`) by ``make generate``, between the
+``<generated: ...>`` marker lines; the rest of this module is written by hand.
+
 The event models are named for type checkers only: importing this module defines none of the
 Claude-Code-only models (a command hook pays for the one it parses).
 """
