@@ -37,7 +37,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 # The code and docs that list the hook events, written from the one table of events
-# (handler_kit/core/names.py EVENTS) between their "<generated: ...>" marker lines; a test
+# (handler_kit/core/_event_table.py EVENTS) between their "<generated: ...>" marker lines; a test
 # (tests/core/test_event_table.py) fails while a generated part is not current.
 generate: $(RUN_STAMP)
 	$(BIN)/python -m handler_kit.core._generate

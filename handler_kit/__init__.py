@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from handler_kit.auth import BearerAuth, JWTAuth, StaticTokenAuth
     from handler_kit.config import OperationsConfig, ServerConfig
 
-    # <generated: models> by `make generate` from handler_kit.core.names.EVENTS; do not edit
+    # <generated: models> from core/_event_table.py by `make generate`; do not edit
     from handler_kit.core._base_events import (
         PostToolUse,
         PreToolUse,
@@ -129,7 +129,7 @@ _LAZY: dict[str, str] = {
     "create_mcp_mount": "handler_kit.server.mcp",
     "HookClient": "handler_kit.testing",
 }
-# <generated: event-classes> by `make generate` from handler_kit.core.names.EVENTS; do not edit
+# <generated: event-classes> from core/_event_table.py by `make generate`; do not edit
 _EVENT_CLASSES = (
     "ConfigChange",
     "CwdChanged",
@@ -222,7 +222,7 @@ __all__ = [
     "rewrite",
     "tool_matcher",
 ]
-# <generated: all> by `make generate` from handler_kit.core.names.EVENTS; do not edit
+# <generated: all> from core/_event_table.py by `make generate`; do not edit
 __all__ += [
     "ConfigChange",
     "CwdChanged",

@@ -14,7 +14,7 @@ from pydantic import Field
 
 from handler_kit.core._base_events import HookEvent, Stop, _ToolEvent
 
-# <generated: all> by `make generate` from handler_kit.core.names.EVENTS; do not edit
+# <generated: all> from core/_event_table.py by `make generate`; do not edit
 __all__ = [
     "ConfigChange",
     "CwdChanged",

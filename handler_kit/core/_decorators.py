@@ -14,7 +14,7 @@ of :meth:`~handler_kit.core.app.HookApp.on`, as it always has (``on`` refuses wh
 cannot use), and a misspelt option is a ``TypeError`` naming it.
 
 The decorators, their type variables and the imports of the models are generated from the
-table of events (:data:`handler_kit.core.names.EVENTS`) by ``make generate``, between the
+table of events (:data:`handler_kit.core._event_table.EVENTS`) by ``make generate``, between the
 ``<generated: ...>`` marker lines; the rest of this module is written by hand.
 
 The event models are named for type checkers only: importing this module defines none of the
@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 if TYPE_CHECKING:
-    # <generated: models> by `make generate` from handler_kit.core.names.EVENTS; do not edit
+    # <generated: models> from core/_event_table.py by `make generate`; do not edit
     from handler_kit.core.events import (
         ConfigChange,
         CwdChanged,
@@ -83,7 +83,7 @@ ON_OPTIONS = (
 # keeps its own type, and a function that is not a handler of the event is refused. For type
 # checkers only: at run time the annotations that name them are never evaluated, and making
 # thirty type variables (each compiling its bound) is a share of a command hook's start-up.
-# <generated: handler-types> by `make generate` from handler_kit.core.names.EVENTS; do not edit
+# <generated: handler-types> from core/_event_table.py by `make generate`; do not edit
 if TYPE_CHECKING:
     SessionStartHandler = TypeVar("SessionStartHandler", bound="EventHandler[SessionStart]")
     UserPromptSubmitHandler = TypeVar(
@@ -140,7 +140,7 @@ class EventDecorators:
     # HookApp.on, which every decorator calls; declared here for the type checker.
     on: Callable[..., Callable[[Any], Any]]
 
-    # <generated: decorators> by `make generate` from handler_kit.core.names.EVENTS; do not edit
+    # <generated: decorators> from core/_event_table.py by `make generate`; do not edit
     @overload
     def session_start(self, func: SessionStartHandler, /) -> SessionStartHandler: ...
     @overload

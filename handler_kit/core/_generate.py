@@ -1,5 +1,5 @@
 """Writes the code and docs that list the hook events, from the one table of events
-(:data:`handler_kit.core.names.EVENTS`): ``make generate``, or
+(:data:`handler_kit.core._event_table.EVENTS`): ``make generate``, or
 ``python -m handler_kit.core._generate`` (``--check`` only says which files are stale).
 
 Each generated part of a file sits between two marker lines, ``# <generated: NAME> ...`` and
@@ -8,7 +8,7 @@ hand and left as it is. The per-event decorators are code rather than a loop at 
 checkers read them, and a command hook imports them on every tool call. A test regenerates
 every file in memory and compares it with the committed one.
 
-Never imported by handler-kit at run time.
+Never imported by handler-kit at run time, nor is the table.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ import textwrap
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from handler_kit.core.names import EVENTS, EventSpec
+from handler_kit.core._event_table import EVENTS, EventSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMAND = "make generate"
-SOURCE = "handler_kit.core.names.EVENTS"
+SOURCE = "core/_event_table.py"
 WIDTH = 100  # ruff's line-length: the generated code is as `ruff format` writes it
 
 
@@ -152,6 +152,73 @@ def claude_all() -> list[str]:
     return _exploded("", "__all__ = [", (f'"{n}"' for n in names), "]")
 
 
+def _collection(head: str, items: list[str], tail: str) -> list[str]:
+    """A literal as ruff formats it: on one line when it fits, else one item a line."""
+    one = f"{head}{', '.join(items)}{',' if len(items) == 1 and head.endswith('(') else ''}{tail}"
+    if len(one) <= WIDTH:
+        return [one]
+    return _exploded("", head, items, tail)
+
+
+def _frozenset(target: str, names: list[str]) -> list[str]:
+    head, items = f"{target}: frozenset[str] = frozenset(", [f'"{n}"' for n in names]
+    one = f"{head}{{{', '.join(items)}}})"
+    if len(one) <= WIDTH:
+        return [one]
+    return [head, *_exploded("    ", "{", items, "}"), ")"]
+
+
+def _quoted(names: Iterable[str]) -> list[str]:
+    return [f'"{n}"' for n in names]
+
+
+def names_lists() -> list[str]:
+    """The event lists of handler_kit.core.names, as literals."""
+    safe = [
+        (e.name, e.safe_decision) for d in ("deny", "block") for e in EVENTS if e.safe_decision == d
+    ]
+    defaults = [(e.name, e.default_timeout) for e in EVENTS if e.default_timeout is not None]
+    most = [(e.name, e.max_timeout) for e in EVENTS if e.max_timeout is not None]
+    lines = [
+        "# Every event name, in the order of Claude Code's docs, then Codex's own (Interrupt)."
+    ]
+    lines += _collection("EVENT_NAMES: tuple[str, ...] = (", _quoted(e.name for e in EVENTS), ")")
+    lines.append("# The events Runbear runs.")
+    runbear = _quoted(e.name for e in EVENTS if "runbear" in e.runtimes)
+    lines += _collection("RUNBEAR_EVENTS: tuple[str, ...] = (", runbear, ")")
+    lines += [
+        "# Events whose input has no field a matcher is tested against: the runtimes ignore a",
+        "# matcher there (each model's ``matcher_field`` is None).",
+    ]
+    lines += _frozenset(
+        "MATCHERLESS_EVENTS", sorted(e.name for e in EVENTS if e.matcher_field is None)
+    )
+    lines += [
+        "# Events whose safe answer, when a fail-closed handler fails, is known: the denying",
+        "# events first, as the error messages and the docs name them.",
+    ]
+    lines += _collection(
+        "SAFE_DECISIONS: dict[str, str] = {", [f'"{n}": "{d}"' for n, d in safe], "}"
+    )
+    lines.append("# Events with a stop loop: a block there while ``stop_hook_active`` is dropped.")
+    lines += _frozenset("LOOP_GUARDED_EVENTS", sorted(e.name for e in EVENTS if e.loop_guarded))
+    lines.append(
+        "# A handler's timeout where it is not the general default, and the most it may be."
+    )
+    lines += _collection(
+        "DEFAULT_TIMEOUTS: dict[str, float] = {", [f'"{n}": {t!r}' for n, t in defaults], "}"
+    )
+    lines += _collection(
+        "MAX_TIMEOUTS: dict[str, float] = {", [f'"{n}": {t!r}' for n, t in most], "}"
+    )
+    return lines
+
+
+def model_modules() -> list[str]:
+    items = [f'"{e.name}": "handler_kit.core.{e.module}"' for e in EVENTS]
+    return _collection("_MODULES = {", items, "}")
+
+
 _RUNTIME_NAMES = {
     "claude-code": "Claude Code",
     "codex": "Codex",
@@ -192,14 +259,19 @@ TARGETS: dict[str, dict[str, Callable[[], list[str]]]] = {
         "event-classes": package_classes,
         "all": package_all,
     },
-    "handler_kit/core/events.py": {"models": lazy_models, "all": package_all},
+    "handler_kit/core/names.py": {"lists": names_lists},
+    "handler_kit/core/events.py": {
+        "models": lazy_models,
+        "all": package_all,
+        "modules": model_modules,
+    },
     "handler_kit/core/_claude_events.py": {"all": claude_all},
     "docs/handlers.md": {"events": docs_table},
 }
 
 
 def _markers(path: str, name: str) -> tuple[str, str]:
-    start = f"<generated: {name}> by `{COMMAND}` from {SOURCE}; do not edit"
+    start = f"<generated: {name}> from {SOURCE} by `{COMMAND}`; do not edit"
     end = f"</generated: {name}>"
     if path.endswith(".md"):
         return f"<!-- {start} -->", f"<!-- {end} -->"
@@ -208,11 +280,13 @@ def _markers(path: str, name: str) -> tuple[str, str]:
 
 def regenerate(path: str, text: str) -> str:
     """``text``, the content of ``path``, with every generated part written anew."""
+    comment = "<!-- " if path.endswith(".md") else "# "
     for name, make in TARGETS[path].items():
         start, end = _markers(path, name)
+        # the start line is found by its name alone, and written anew with the rest
         pattern = re.compile(
-            rf"^(?P<indent>[ \t]*){re.escape(start)}\n.*?(?P<blank>\n*)"
-            rf"^(?P=indent){re.escape(end)}$",
+            rf"^(?P<indent>[ \t]*){re.escape(comment)}<generated: {re.escape(name)}>[^\n]*\n"
+            rf".*?(?P<blank>\n*)^(?P=indent){re.escape(end)}$",
             re.MULTILINE | re.DOTALL,
         )
         found = list(pattern.finditer(text))

@@ -21,10 +21,10 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from handler_kit.core._base_events import HookEvent, PostToolUse, PreToolUse, SessionStart, Stop
-from handler_kit.core.names import EVENT_NAMES, EVENTS, MATCHERLESS_EVENTS, RUNBEAR_EVENTS
+from handler_kit.core.names import EVENT_NAMES, MATCHERLESS_EVENTS, RUNBEAR_EVENTS
 
 if TYPE_CHECKING:
-    # <generated: models> by `make generate` from handler_kit.core.names.EVENTS; do not edit
+    # <generated: models> from core/_event_table.py by `make generate`; do not edit
     from handler_kit.core._claude_events import (
         ConfigChange,
         CwdChanged,
@@ -66,7 +66,7 @@ __all__ = [
     "model_for",
     "parse_event",
 ]
-# <generated: all> by `make generate` from handler_kit.core.names.EVENTS; do not edit
+# <generated: all> from core/_event_table.py by `make generate`; do not edit
 __all__ += [
     "ConfigChange",
     "CwdChanged",
@@ -110,7 +110,42 @@ __all__ += [
 _EAGER: dict[str, type[HookEvent]] = {
     cls.__name__: cls for cls in (SessionStart, PreToolUse, PostToolUse, Stop)
 }
-_MODULES = {e.name: f"handler_kit.core.{e.module}" for e in EVENTS}
+# <generated: modules> from core/_event_table.py by `make generate`; do not edit
+_MODULES = {
+    "SessionStart": "handler_kit.core._base_events",
+    "UserPromptSubmit": "handler_kit.core._prompt_event",
+    "PreToolUse": "handler_kit.core._base_events",
+    "PostToolUse": "handler_kit.core._base_events",
+    "Stop": "handler_kit.core._base_events",
+    "PostToolUseFailure": "handler_kit.core._claude_events",
+    "PostToolBatch": "handler_kit.core._claude_events",
+    "PermissionRequest": "handler_kit.core._claude_events",
+    "PermissionDenied": "handler_kit.core._claude_events",
+    "SubagentStart": "handler_kit.core._claude_events",
+    "SubagentStop": "handler_kit.core._claude_events",
+    "StopFailure": "handler_kit.core._claude_events",
+    "SessionEnd": "handler_kit.core._claude_events",
+    "Setup": "handler_kit.core._claude_events",
+    "InstructionsLoaded": "handler_kit.core._claude_events",
+    "UserPromptExpansion": "handler_kit.core._claude_events",
+    "MessageDisplay": "handler_kit.core._claude_events",
+    "Notification": "handler_kit.core._claude_events",
+    "TaskCreated": "handler_kit.core._claude_events",
+    "TaskCompleted": "handler_kit.core._claude_events",
+    "TeammateIdle": "handler_kit.core._claude_events",
+    "ConfigChange": "handler_kit.core._claude_events",
+    "CwdChanged": "handler_kit.core._claude_events",
+    "DirectoryAdded": "handler_kit.core._claude_events",
+    "FileChanged": "handler_kit.core._claude_events",
+    "WorktreeCreate": "handler_kit.core._claude_events",
+    "WorktreeRemove": "handler_kit.core._claude_events",
+    "PreCompact": "handler_kit.core._claude_events",
+    "PostCompact": "handler_kit.core._claude_events",
+    "Elicitation": "handler_kit.core._claude_events",
+    "ElicitationResult": "handler_kit.core._claude_events",
+    "Interrupt": "handler_kit.core._claude_events",
+}
+# </generated: modules>
 
 
 class _EventModels(Mapping[str, "type[HookEvent]"]):

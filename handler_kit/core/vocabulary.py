@@ -23,7 +23,7 @@ from handler_kit.core.names import MAX_TIMEOUTS as MAX_TIMEOUTS
 from handler_kit.core.names import Status
 from handler_kit.core.outputs import Output
 
-# A handler's timeout on an event the table of events (handler_kit.core.names.EVENTS) gives
+# A handler's timeout on an event the table of events (handler_kit.core._event_table.EVENTS) gives
 # none for, or on a runtime's own event; DEFAULT_TIMEOUTS, MAX_TIMEOUTS and LOOP_GUARDED_EVENTS
 # are derived from that table.
 DEFAULT_TIMEOUT = 3.0

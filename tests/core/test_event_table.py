@@ -1,4 +1,4 @@
-"""The one table of hook events (handler_kit.core.names.EVENTS): the files generated from it
+"""The one table of hook events (handler_kit.core._event_table.EVENTS): the files generated from it
 are current, and the lists that cannot be generated (the models, the command dialects, the
 Runbear document) agree with it."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from handler_kit.core import _generate
+from handler_kit.core._event_table import EVENTS
 from handler_kit.core.events import model_for
-from handler_kit.core.names import EVENTS
 from handler_kit.core.outputs import SAFE_DECISIONS
 from handler_kit.core.vocabulary import (
     DEFAULT_TIMEOUT,
@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_generated_files_are_current(path: str) -> None:
     text = (ROOT / path).read_text(encoding="utf-8")
     assert _generate.regenerate(path, text) == text, (
-        f"{path} differs from what handler_kit.core.names.EVENTS makes of it: run "
+        f"{path} differs from what handler_kit.core._event_table.EVENTS makes of it: run "
         "`make generate` (python -m handler_kit.core._generate) and commit the result"
     )
 
