@@ -11,6 +11,7 @@ import pytest
 from handler_kit.core import _generate
 from handler_kit.core._event_table import EVENTS
 from handler_kit.core.events import model_for
+from handler_kit.core.names import MATCHERLESS_EVENTS
 from handler_kit.core.outputs import SAFE_DECISIONS
 from handler_kit.core.vocabulary import (
     DEFAULT_TIMEOUT,
@@ -90,6 +91,7 @@ def test_the_models_agree_with_the_table() -> None:
 
 def test_the_runtimes_agree_with_the_command_dialects_and_runbear() -> None:
     from handler_kit.command import dialects
+    from handler_kit.dispatcher import core as dispatcher
     from handler_kit.runbear import document
 
     def sent_by(runtime: str) -> set[str]:
@@ -98,6 +100,8 @@ def test_the_runtimes_agree_with_the_command_dialects_and_runbear() -> None:
     assert sent_by("codex") == dialects._CODEX_EVENTS
     assert sent_by("posit") == dialects._POSIT_EVENTS
     assert dialects.SAFE_EVENTS == SAFE_DECISIONS
+    assert dialects._STOP_EVENTS == LOOP_GUARDED_EVENTS
+    assert sent_by("runbear") & MATCHERLESS_EVENTS == dispatcher.UNMATCHED_EVENTS
     runbear_timeouts = {e: DEFAULT_TIMEOUTS.get(e, DEFAULT_TIMEOUT) for e in sent_by("runbear")}
     assert runbear_timeouts == document.DEFAULT_TIMEOUTS
     assert set(document.FAIL_CLOSED_EVENTS) == sent_by("runbear") & set(SAFE_DECISIONS)
