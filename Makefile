@@ -8,7 +8,7 @@ APP ?= refund_gate
 RUN_STAMP := $(VENV)/.installed-run
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: install run test lint docs bench test-container test-runtimes clean system-packages reliability fuzz
+.PHONY: install run test lint docs bench test-container test-runtimes clean system-packages reliability fuzz generate
 
 # `make run` installs the package alone; `make test` adds the test tools (the dev extra).
 $(RUN_STAMP): pyproject.toml
@@ -35,6 +35,12 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check $(LINT_PATHS)
 	$(BIN)/lint-imports
 	$(BIN)/mypy
+
+# The code and docs that list the hook events, written from the one table of events
+# (handler_kit/core/_event_table.py EVENTS) between their "<generated: ...>" marker lines; a test
+# (tests/core/test_event_table.py) fails while a generated part is not current.
+generate: $(RUN_STAMP)
+	$(BIN)/python -m handler_kit.core._generate
 
 # The site (MkDocs, Material theme) from docs/ and mkdocs.yml; strict, so a broken link or a
 # missing included example fails the build, and with it `make test`.

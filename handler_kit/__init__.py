@@ -19,18 +19,21 @@ if TYPE_CHECKING:
 
     from handler_kit.auth import BearerAuth, JWTAuth, StaticTokenAuth
     from handler_kit.config import OperationsConfig, ServerConfig
-    from handler_kit.core.app import Answer, Handler, HookApp, Invocation
-    from handler_kit.core.events import (
-        EVENT_MODELS,
-        EVENT_NAMES,
-        RUNBEAR_EVENTS,
+
+    # <generated: models> from core/_event_table.py by `make generate`; do not edit
+    from handler_kit.core._base_events import (
+        PostToolUse,
+        PreToolUse,
+        SessionStart,
+        Stop,
+    )
+    from handler_kit.core._claude_events import (
         ConfigChange,
         CwdChanged,
         DirectoryAdded,
         Elicitation,
         ElicitationResult,
         FileChanged,
-        HookEvent,
         InstructionsLoaded,
         Interrupt,
         MessageDisplay,
@@ -39,14 +42,10 @@ if TYPE_CHECKING:
         PermissionRequest,
         PostCompact,
         PostToolBatch,
-        PostToolUse,
         PostToolUseFailure,
         PreCompact,
-        PreToolUse,
         SessionEnd,
-        SessionStart,
         Setup,
-        Stop,
         StopFailure,
         SubagentStart,
         SubagentStop,
@@ -54,9 +53,18 @@ if TYPE_CHECKING:
         TaskCreated,
         TeammateIdle,
         UserPromptExpansion,
-        UserPromptSubmit,
         WorktreeCreate,
         WorktreeRemove,
+    )
+    from handler_kit.core._prompt_event import UserPromptSubmit
+
+    # </generated: models>
+    from handler_kit.core.app import Answer, Handler, HookApp, Invocation
+    from handler_kit.core.events import (
+        EVENT_MODELS,
+        EVENT_NAMES,
+        RUNBEAR_EVENTS,
+        HookEvent,
         parse_event,
     )
     from handler_kit.core.matchers import MatcherError, compile_matcher, tool_matcher
@@ -121,6 +129,7 @@ _LAZY: dict[str, str] = {
     "create_mcp_mount": "handler_kit.server.mcp",
     "HookClient": "handler_kit.testing",
 }
+# <generated: event-classes> from core/_event_table.py by `make generate`; do not edit
 _EVENT_CLASSES = (
     "ConfigChange",
     "CwdChanged",
@@ -155,6 +164,7 @@ _EVENT_CLASSES = (
     "WorktreeCreate",
     "WorktreeRemove",
 )
+# </generated: event-classes>
 _LAZY.update(dict.fromkeys(_EVENT_CLASSES, _EVENTS))
 
 
@@ -182,52 +192,20 @@ __all__ = [
     "Answer",
     "AuditStore",
     "BearerAuth",
-    "ConfigChange",
-    "CwdChanged",
-    "DirectoryAdded",
-    "Elicitation",
-    "ElicitationResult",
     "Failure",
-    "FileChanged",
     "Handler",
     "HookApp",
     "HookClient",
     "HookEvent",
-    "InstructionsLoaded",
-    "Interrupt",
     "Invocation",
     "JWTAuth",
     "MatcherError",
     "Merged",
-    "MessageDisplay",
-    "Notification",
     "OperationsConfig",
     "Output",
     "OutputError",
-    "PermissionDenied",
-    "PermissionRequest",
-    "PostCompact",
-    "PostToolBatch",
-    "PostToolUse",
-    "PostToolUseFailure",
-    "PreCompact",
-    "PreToolUse",
     "ServerConfig",
-    "SessionEnd",
-    "SessionStart",
-    "Setup",
     "StaticTokenAuth",
-    "Stop",
-    "StopFailure",
-    "SubagentStart",
-    "SubagentStop",
-    "TaskCompleted",
-    "TaskCreated",
-    "TeammateIdle",
-    "UserPromptExpansion",
-    "UserPromptSubmit",
-    "WorktreeCreate",
-    "WorktreeRemove",
     "__version__",
     "allow",
     "ask",
@@ -244,3 +222,39 @@ __all__ = [
     "rewrite",
     "tool_matcher",
 ]
+# <generated: all> from core/_event_table.py by `make generate`; do not edit
+__all__ += [
+    "ConfigChange",
+    "CwdChanged",
+    "DirectoryAdded",
+    "Elicitation",
+    "ElicitationResult",
+    "FileChanged",
+    "InstructionsLoaded",
+    "Interrupt",
+    "MessageDisplay",
+    "Notification",
+    "PermissionDenied",
+    "PermissionRequest",
+    "PostCompact",
+    "PostToolBatch",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PreCompact",
+    "PreToolUse",
+    "SessionEnd",
+    "SessionStart",
+    "Setup",
+    "Stop",
+    "StopFailure",
+    "SubagentStart",
+    "SubagentStop",
+    "TaskCompleted",
+    "TaskCreated",
+    "TeammateIdle",
+    "UserPromptExpansion",
+    "UserPromptSubmit",
+    "WorktreeCreate",
+    "WorktreeRemove",
+]
+# </generated: all>

@@ -14,6 +14,7 @@ from pydantic import Field
 
 from handler_kit.core._base_events import HookEvent, Stop, _ToolEvent
 
+# <generated: all> from core/_event_table.py by `make generate`; do not edit
 __all__ = [
     "ConfigChange",
     "CwdChanged",
@@ -43,6 +44,7 @@ __all__ = [
     "WorktreeCreate",
     "WorktreeRemove",
 ]
+# </generated: all>
 
 
 class PostToolUseFailure(_ToolEvent):

@@ -13,6 +13,10 @@ event has a matcher field, ``fail_closed`` where the event has a safe decision,
 of :meth:`~handler_kit.core.app.HookApp.on`, as it always has (``on`` refuses what its event
 cannot use), and a misspelt option is a ``TypeError`` naming it.
 
+The decorators, their type variables and the imports of the models are generated from the
+table of events (:data:`handler_kit.core._event_table.EVENTS`) by ``make generate``, between the
+``<generated: ...>`` marker lines; the rest of this module is written by hand.
+
 The event models are named for type checkers only: importing this module defines none of the
 Claude-Code-only models (a command hook pays for the one it parses).
 """
@@ -23,6 +27,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 if TYPE_CHECKING:
+    # <generated: models> from core/_event_table.py by `make generate`; do not edit
     from handler_kit.core.events import (
         ConfigChange,
         CwdChanged,
@@ -57,6 +62,8 @@ if TYPE_CHECKING:
         WorktreeCreate,
         WorktreeRemove,
     )
+
+    # </generated: models>
     from handler_kit.core.vocabulary import EventHandler
 
 __all__ = ["ON_OPTIONS", "EventDecorators", "HandlerDefinitionError"]
@@ -76,6 +83,7 @@ ON_OPTIONS = (
 # keeps its own type, and a function that is not a handler of the event is refused. For type
 # checkers only: at run time the annotations that name them are never evaluated, and making
 # thirty type variables (each compiling its bound) is a share of a command hook's start-up.
+# <generated: handler-types> from core/_event_table.py by `make generate`; do not edit
 if TYPE_CHECKING:
     SessionStartHandler = TypeVar("SessionStartHandler", bound="EventHandler[SessionStart]")
     UserPromptSubmitHandler = TypeVar(
@@ -123,6 +131,7 @@ if TYPE_CHECKING:
         "ElicitationResultHandler", bound="EventHandler[ElicitationResult]"
     )
     InterruptHandler = TypeVar("InterruptHandler", bound="EventHandler[Interrupt]")
+# </generated: handler-types>
 
 
 class EventDecorators:
@@ -131,6 +140,7 @@ class EventDecorators:
     # HookApp.on, which every decorator calls; declared here for the type checker.
     on: Callable[..., Callable[[Any], Any]]
 
+    # <generated: decorators> from core/_event_table.py by `make generate`; do not edit
     @overload
     def session_start(self, func: SessionStartHandler, /) -> SessionStartHandler: ...
     @overload
@@ -596,10 +606,12 @@ class EventDecorators:
         self, /, *, name: str | None = None, timeout: float | None = None, idempotent: bool = False
     ) -> Callable[[InterruptHandler], InterruptHandler]: ...
     def interrupt(self, func: Any = None, /, **options: Any) -> Any:
-        """Register a handler of Codex's Interrupt; options as in :meth:`HookApp.on`. Codex
-        reads only ``systemMessage`` of its answer and waits at most 3 s: the timeout defaults
-        to 1 s and may be at most 2 s (a command hook is installed with a second more)."""
+        """Register a handler of Codex's Interrupt; options as in :meth:`HookApp.on`. Codex reads
+        only ``systemMessage`` of its answer and waits at most 3 s: the timeout defaults to 1 s
+        and may be at most 2 s (a command hook is installed with a second more)."""
         return _register(self, "Interrupt", func, options)
+
+    # </generated: decorators>
 
 
 def _register(app: EventDecorators, event: str, func: Any, options: dict[str, Any]) -> Any:

@@ -24,6 +24,7 @@ from handler_kit.core._base_events import HookEvent, PostToolUse, PreToolUse, Se
 from handler_kit.core.names import EVENT_NAMES, MATCHERLESS_EVENTS, RUNBEAR_EVENTS
 
 if TYPE_CHECKING:
+    # <generated: models> from core/_event_table.py by `make generate`; do not edit
     from handler_kit.core._claude_events import (
         ConfigChange,
         CwdChanged,
@@ -54,19 +55,25 @@ if TYPE_CHECKING:
         WorktreeRemove,
     )
     from handler_kit.core._prompt_event import UserPromptSubmit
+    # </generated: models>
 
 __all__ = [
     "EVENT_MODELS",
     "EVENT_NAMES",
     "MATCHERLESS_EVENTS",
     "RUNBEAR_EVENTS",
+    "HookEvent",
+    "model_for",
+    "parse_event",
+]
+# <generated: all> from core/_event_table.py by `make generate`; do not edit
+__all__ += [
     "ConfigChange",
     "CwdChanged",
     "DirectoryAdded",
     "Elicitation",
     "ElicitationResult",
     "FileChanged",
-    "HookEvent",
     "InstructionsLoaded",
     "Interrupt",
     "MessageDisplay",
@@ -93,18 +100,52 @@ __all__ = [
     "UserPromptSubmit",
     "WorktreeCreate",
     "WorktreeRemove",
-    "model_for",
-    "parse_event",
 ]
+# </generated: all>
 
 # The models of four Runbear events are in handler_kit.core._base_events; UserPromptSubmit's
 # (which an app seldom imports by name) is in handler_kit.core._prompt_event, the others in
-# handler_kit.core._claude_events, each imported on first use (see _EventModels).
+# handler_kit.core._claude_events, each imported on first use (see _EventModels); the table of
+# events names each one's module.
 _EAGER: dict[str, type[HookEvent]] = {
     cls.__name__: cls for cls in (SessionStart, PreToolUse, PostToolUse, Stop)
 }
-_LAZY_MODULE = "handler_kit.core._claude_events"
-_LAZY_MODULES = {"UserPromptSubmit": "handler_kit.core._prompt_event"}
+# <generated: modules> from core/_event_table.py by `make generate`; do not edit
+_MODULES = {
+    "SessionStart": "handler_kit.core._base_events",
+    "UserPromptSubmit": "handler_kit.core._prompt_event",
+    "PreToolUse": "handler_kit.core._base_events",
+    "PostToolUse": "handler_kit.core._base_events",
+    "Stop": "handler_kit.core._base_events",
+    "PostToolUseFailure": "handler_kit.core._claude_events",
+    "PostToolBatch": "handler_kit.core._claude_events",
+    "PermissionRequest": "handler_kit.core._claude_events",
+    "PermissionDenied": "handler_kit.core._claude_events",
+    "SubagentStart": "handler_kit.core._claude_events",
+    "SubagentStop": "handler_kit.core._claude_events",
+    "StopFailure": "handler_kit.core._claude_events",
+    "SessionEnd": "handler_kit.core._claude_events",
+    "Setup": "handler_kit.core._claude_events",
+    "InstructionsLoaded": "handler_kit.core._claude_events",
+    "UserPromptExpansion": "handler_kit.core._claude_events",
+    "MessageDisplay": "handler_kit.core._claude_events",
+    "Notification": "handler_kit.core._claude_events",
+    "TaskCreated": "handler_kit.core._claude_events",
+    "TaskCompleted": "handler_kit.core._claude_events",
+    "TeammateIdle": "handler_kit.core._claude_events",
+    "ConfigChange": "handler_kit.core._claude_events",
+    "CwdChanged": "handler_kit.core._claude_events",
+    "DirectoryAdded": "handler_kit.core._claude_events",
+    "FileChanged": "handler_kit.core._claude_events",
+    "WorktreeCreate": "handler_kit.core._claude_events",
+    "WorktreeRemove": "handler_kit.core._claude_events",
+    "PreCompact": "handler_kit.core._claude_events",
+    "PostCompact": "handler_kit.core._claude_events",
+    "Elicitation": "handler_kit.core._claude_events",
+    "ElicitationResult": "handler_kit.core._claude_events",
+    "Interrupt": "handler_kit.core._claude_events",
+}
+# </generated: modules>
 
 
 class _EventModels(Mapping[str, "type[HookEvent]"]):
@@ -121,7 +162,7 @@ class _EventModels(Mapping[str, "type[HookEvent]"]):
             return model
         if name not in _NAME_SET:
             raise KeyError(name)
-        module = importlib.import_module(_LAZY_MODULES.get(name, _LAZY_MODULE))
+        module = importlib.import_module(_MODULES[name])
         model_class: type[HookEvent] = getattr(module, name)
         return model_class
 
@@ -145,7 +186,7 @@ EVENT_MODELS: Mapping[str, type[HookEvent]] = _EventModels()
 def __getattr__(name: str) -> Any:
     """The event models not defined at import, each defined on first access (PEP 562)."""
     if name in _NAME_SET:
-        return getattr(importlib.import_module(_LAZY_MODULES.get(name, _LAZY_MODULE)), name)
+        return getattr(importlib.import_module(_MODULES[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from handler_kit.core.names import EVENT_NAMES
+from handler_kit.core.names import SAFE_DECISIONS as SAFE_DECISIONS
 
 CONTEXT_LIMIT = 10_000
 TRUNCATION_MARKER = "\n[... truncated by handler-kit: context over 10,000 characters]"
@@ -57,13 +58,7 @@ CONTEXT_EVENTS = frozenset(
     }
 )
 PERMISSION_DECISIONS = ("allow", "deny", "ask", "defer")
-# Events whose safe answer, when a fail-closed handler fails, is known.
-SAFE_DECISIONS = {
-    "PreToolUse": "deny",
-    "PermissionRequest": "deny",
-    "UserPromptSubmit": "block",
-    "UserPromptExpansion": "block",
-}
+# SAFE_DECISIONS, the events whose safe answer is known, is derived from the table of events.
 
 _UNIVERSAL = {
     "continue": "continue_",

@@ -17,25 +17,26 @@ from pydantic_core import PydanticSerializationError, from_json, to_json
 
 from handler_kit.core.events import HookEvent, model_for
 from handler_kit.core.matchers import compile_matcher
+from handler_kit.core.names import DEFAULT_TIMEOUTS as DEFAULT_TIMEOUTS
+from handler_kit.core.names import LOOP_GUARDED_EVENTS as LOOP_GUARDED_EVENTS
+from handler_kit.core.names import MAX_TIMEOUTS as MAX_TIMEOUTS
 from handler_kit.core.names import Status
 from handler_kit.core.outputs import Output
 
-DEFAULT_TIMEOUTS = {"SessionStart": 5.0, "Interrupt": 1.0}
+# A handler's timeout on an event the table of events (handler_kit.core._event_table.EVENTS) gives
+# none for, or on a runtime's own event; DEFAULT_TIMEOUTS, MAX_TIMEOUTS and LOOP_GUARDED_EVENTS
+# are derived from that table.
 DEFAULT_TIMEOUT = 3.0
 # A command hook starts a new process before the handler's deadline starts to run: an installed
 # entry gives the runtime's timeout this much more, so a fail-closed gate's own deny arrives
 # first. A forwarder waits for the server half of it: past the server's own deadline, before
 # the runtime's.
 COMMAND_STARTUP_ALLOWANCE = 1.0
-# The most a handler of the event may take: Codex waits at most 3 s on Interrupt, and a command
-# hook is installed with a second more than the handler's timeout for its start-up.
-MAX_TIMEOUTS = {"Interrupt": 2.0}
 TIMEOUT_MESSAGE = "handler did not answer in time"
 UNREADABLE_MESSAGE = "the hook input could not be read"
 # The error of every handler of an answer that was not sent because its audit record could not
 # be committed by the deadline (the durable audit trail): its failure policy answered instead.
 UNRECORDED_MESSAGE = "the answer's audit record could not be committed in time"
-LOOP_GUARDED_EVENTS = frozenset({"Stop", "SubagentStop"})
 # How deeply a value of a hook input (``tool_input``, ``tool_response``...) may nest objects
 # and arrays, the value itself being level 1 and the input around it not counted. Real values
 # nest a few levels, a dozen at most. It is the depth pydantic-core reads by itself when it
