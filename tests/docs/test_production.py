@@ -70,6 +70,7 @@ def test_serve_and_curl_blocks(tmp_path: Path, capsys: pytest.CaptureFixture[str
         env = clean_env(
             NEW_TOKEN=new_token,
             OLD_TOKEN=old_token,
+            IDEMPOTENCY_KEY="docs-test-idempotency-key-0123456789abcdef",
             PATH=f"{HANDLER_KIT.parent}{os.pathsep}{os.environ.get('PATH', '')}",
             # the page is followed from the repository, where example_servers is; the test
             # runs in its own folder for the certificates and the audit database
