@@ -13,7 +13,7 @@ from tests.support.processes import HANDLER_KIT, REPO, clean_env
 APP = "tests.support.apps.cases:app"  # tests/support/apps/cases.py
 GATE = "example_servers.refund_gate:app"
 EXAMPLE = REPO / "example_servers" / "hookcases_refund_gate.yaml"
-EXAMPLE_CASES = 10
+EXAMPLE_CASES = 13
 
 BASH_LS = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"}}
 
