@@ -263,7 +263,7 @@ def test_stop_loop_guard(event_name, caplog, hooks):
     )
 
 
-def test_stop_loop_guard_keeps_other_handlers_and_can_be_opted_out(hooks):
+def test_stop_loop_guard_holds_back_blocks_and_context_and_can_be_opted_out(hooks):
 
     @hooks.stop()
     def guarded(event):
@@ -271,22 +271,22 @@ def test_stop_loop_guard_keeps_other_handlers_and_can_be_opted_out(hooks):
 
     @hooks.stop()
     def adds_context(event):
-        return "keep going"
+        return "keep going"  # on Stop, context continues the turn as a block does
 
     looping = {"hook_event_name": "Stop", "stop_hook_active": True}
-    assert answer(hooks, looping).output == {
-        "hookSpecificOutput": {"hookEventName": "Stop", "additionalContext": "keep going"}
+    assert answer(hooks, looping).output == {}
+    first = {"hook_event_name": "Stop", "stop_hook_active": False}
+    assert answer(hooks, first).output == {
+        "decision": "block",
+        "reason": "guarded block",
+        "hookSpecificOutput": {"hookEventName": "Stop", "additionalContext": "keep going"},
     }
 
     @hooks.stop(stop_loop_guard=False)
     def insists(event):
         return block("insisting")
 
-    assert answer(hooks, looping).output == {
-        "decision": "block",
-        "reason": "insisting",
-        "hookSpecificOutput": {"hookEventName": "Stop", "additionalContext": "keep going"},
-    }
+    assert answer(hooks, looping).output == {"decision": "block", "reason": "insisting"}
 
 
 # -- deadlines and failure policies --------------------------------------------------------
