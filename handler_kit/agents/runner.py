@@ -130,6 +130,7 @@ def run_agent(
     python: str = sys.executable,
     install_message: str = "",
     interrupt_when: str | None = None,
+    command: Path | None = None,
 ) -> AgentRun:
     """Run ``agent`` once, headless, in ``project`` (hooks installed by :func:`install_hooks`)
     against a :class:`ScriptedModel` playing ``script``.
@@ -142,10 +143,13 @@ def run_agent(
     The agent and everything it started are killed at ``timeout`` seconds.
     ``interrupt_when`` names a file of the project (one a tool command creates): once it
     exists, the agent gets SIGINT, as from Ctrl-C (Codex's Interrupt event).
+    ``command`` runs that agent executable instead of the one in ``agents_dir`` (an agent the
+    user installed).
     """
     if agent not in AGENTS:
         raise ValueError(f"unknown agent {agent!r}; one of {', '.join(AGENTS)}")
-    command = executable(agents_dir, agent)
+    if command is None:
+        command = executable(agents_dir, agent)
     if not command.exists():
         raise FileNotFoundError(
             f"{command} is missing: install the pinned agents ({describe()}) with "
