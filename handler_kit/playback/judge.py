@@ -12,7 +12,7 @@ from typing import Any
 from handler_kit.agents.model import ModelRequest
 from handler_kit.cases.comparison import Mismatch, _json, _subset, _text, search
 from handler_kit.cases.model import Case
-from handler_kit.playback.plan import Play
+from handler_kit.playback.plan import WAIT_FOR_MCP, Play
 
 STOPS = ("deny", "ask")  # headless, an ask is a deny: no one is there to answer it
 
@@ -44,8 +44,15 @@ def offered(requests: Sequence[ModelRequest], name: str) -> bool:
     tool the agent does not have is not run either, and must not pass for a deny."""
     for request in requests:
         for tool in request.body.get("tools") or []:
-            if isinstance(tool, dict) and tool.get("name") == name:
+            if not isinstance(tool, dict):
+                continue
+            if tool.get("name") == name:
                 return True
+            # Codex: an MCP server's tools in a namespace named mcp__SERVER
+            inner = tool.get("tools") if tool.get("type") == "namespace" else None
+            for member in inner if isinstance(inner, list) else []:
+                if isinstance(member, dict) and f"{tool.get('name')}__{member.get('name')}" == name:
+                    return True
     return False
 
 
@@ -81,8 +88,8 @@ def judge(case: Case, play: Play, seen: Seen) -> list[Mismatch]:
 def _tool(case: Case, play: Play, seen: Seen) -> list[Mismatch]:
     expect = case.expect
     found: list[Mismatch] = []
-    # the first tool result answers WaitForMcpServers; the case's call answers after it
-    results = seen.tool_results()[1:]
+    # on Claude Code the first tool result answers WaitForMcpServers; the case's call's follows
+    results = seen.tool_results()[1 if play.script[0] == WAIT_FOR_MCP else 0 :]
     result = "\n".join(results) if results else None
     ran = bool(seen.calls)
     ran_with = f"the tool ran with {_json(seen.calls[0])}" if ran else ""

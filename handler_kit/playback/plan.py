@@ -135,10 +135,12 @@ def _tool_play(case: Case, agent: str) -> Play | NotPlayed:
             f"the agent has no tool named {name!r}: a tool it does not build in is named "
             "mcp__SERVER__TOOL, so its hooks would see another tool_name"
         )
-    if agent != CLAUDE_CODE:
-        return NotPlayed("MCP tool calls are played through Claude Code only")
     server, tool = found.groups()
-    script = (WAIT_FOR_MCP, ToolCall(name, dict(tool_input)), Say(DONE_TEXT))
+    call = ToolCall(name, dict(tool_input))
+    # Codex connects its MCP servers before the first turn, and has no WaitForMcpServers
+    script = (
+        (WAIT_FOR_MCP, call, Say(DONE_TEXT)) if agent == CLAUDE_CODE else (call, Say(DONE_TEXT))
+    )
     return Play(DEFAULT_PROMPT, script, server, tool)
 
 
