@@ -185,10 +185,14 @@ def _context(case: Case, requests: Sequence[ModelRequest]) -> list[Mismatch]:
     found: list[Mismatch] = []
     for needle in case.expect.context_contains:
         if needle not in text:
-            found.append(Mismatch("context", f"{needle!r} to reach the model", "it did not"))
+            found.append(
+                Mismatch("context", f"{needle!r} to reach the model", "a conversation without it")
+            )
     for needle in case.expect.context_excludes:
         if needle in text:
-            found.append(Mismatch("context", f"{needle!r} not to reach the model", "it did"))
+            found.append(
+                Mismatch("context", f"{needle!r} not to reach the model", "a conversation with it")
+            )
     return found
 
 
