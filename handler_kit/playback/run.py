@@ -4,6 +4,7 @@ each with a fresh private home."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
@@ -12,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from handler_kit.agents.runner import AgentRun, install_hooks, run_agent
+from handler_kit.agents.runner import SYSTEM_PATH, AgentRun, install_hooks, run_agent
 from handler_kit.agents.versions import PACKAGES, install_dir
 from handler_kit.cases.comparison import NO_ANSWER, NOT_PLAYED, Mismatch
 from handler_kit.cases.files import CaseFile
@@ -23,6 +24,7 @@ from handler_kit.playback.plan import NotPlayed, Play, plan
 from handler_kit.playback.stub import STUB_FILE, STUB_SOURCE, mcp_servers, recorded_calls
 
 AGENT_TIMEOUT = 120.0
+OWN_FILES = "_handler_kit_"  # the start of the names of the stub's files
 
 
 class AgentNotFound(Exception):
@@ -36,10 +38,10 @@ def find_agent(agent: str, binary: str | None, which: Callable[[str], str | None
         path = Path(binary).expanduser()
         if not path.is_file():
             raise AgentNotFound(f"--binary {binary}: no such file")
-        return path.resolve()
+        return path.absolute()
     found = which(command)
     if found is not None:
-        return Path(found).resolve()
+        return Path(found).absolute()
     cached = install_dir(Path("~/.cache/handler-kit/agents")) / "node_modules" / ".bin" / command
     raise AgentNotFound(
         f"{command} ({agent}) is not on PATH: give --binary PATH, e.g. the one `make "
@@ -86,12 +88,13 @@ class Player:
             shutil.rmtree(workdir, ignore_errors=True)
 
     def _link_app(self, app: str, project: Path) -> None:
-        # The hooks import the app in the project folder: the app's top-level module is made
-        # visible there (an installed package imports from anywhere already).
-        top = app.partition(":")[0].split(".")[0]
-        for name in (top, f"{top}.py"):
-            if (self.source / name).exists():
-                (project / name).symlink_to(self.source / name)
+        # The hooks import the app in the project folder, as from the user's: each entry of
+        # the user's folder is linked there (the app's module and what it imports beside it),
+        # but not the hidden ones, where the user's own agent settings are, nor files named
+        # like the run's own, which the run writes.
+        for entry in self.source.iterdir():
+            if not entry.name.startswith((".", OWN_FILES)) and not (project / entry.name).exists():
+                (project / entry.name).symlink_to(entry)
 
     def _play(
         self, case_file: CaseFile, case: Case, play: Play, project: Path, home: Path, message: str
@@ -115,6 +118,8 @@ class Player:
             python=self.python,
             install_message=message,
             command=self.command,
+            # the agent's folder too: an npm install's node is often beside it (nvm)
+            env={"PATH": f"{os.path.dirname(self.python)}:{self.command.parent}:{SYSTEM_PATH}"},
         )
         seconds = time.perf_counter() - started
         failure = _failure(run)
