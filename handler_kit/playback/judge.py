@@ -14,7 +14,8 @@ from handler_kit.cases.comparison import Mismatch, _json, _subset, _text, search
 from handler_kit.cases.model import Case
 from handler_kit.playback.plan import WAIT_FOR_MCP, Play
 
-STOPS = ("deny", "ask")  # headless, an ask is a deny: no one is there to answer it
+# headless, an ask is a deny (no one is there to answer it); "block" is the old deny
+STOPS = ("deny", "ask", "block")
 
 
 @dataclass(frozen=True)

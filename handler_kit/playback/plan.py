@@ -167,4 +167,15 @@ def _unobservable(case: Case, agent: str) -> str | None:
         return "Codex does not show a blocked prompt's reason to anyone the run can read"
     if event in TOOL_EVENTS and expect.decision == "allow" and expect.reason is not None:
         return "an allow's reason is shown to the user, not to the model"
+    if event == "PostToolUse" and expect.decision == "block" and expect.reason is None:
+        return "a PostToolUse block is seen only by its reason reaching the model: give a reason"
+    seen_decision = event not in ("PostToolUse", "SessionStart") and expect.decision is not None
+    if not (
+        seen_decision
+        or expect.reason is not None
+        or expect.context_contains
+        or expect.context_excludes
+        or (expect.checks_updated_input and event == "PreToolUse")
+    ):
+        return f"nothing the case expects of {event} is seen from outside the agent"
     return None

@@ -160,12 +160,35 @@ def test_a_session_start_case_runs_a_session_that_only_answers() -> None:
             CLAUDE_CODE,
             "the case has no last_assistant_message for the model to say",
         ),
+        (
+            {**REFUND, "hook_event_name": "PostToolUse"},
+            {"decision": "block"},
+            CODEX,
+            "a PostToolUse block is seen only by its reason reaching the model: give a reason",
+        ),
+        (
+            {**REFUND, "hook_event_name": "PostToolUse"},
+            {"decision": "none"},
+            CLAUDE_CODE,
+            "nothing the case expects of PostToolUse is seen from outside the agent",
+        ),
+        (
+            {"hook_event_name": "SessionStart", "source": "startup"},
+            {"decision": "none"},
+            CODEX,
+            "nothing the case expects of SessionStart is seen from outside the agent",
+        ),
     ],
 )
 def test_a_case_the_agent_cannot_be_driven_to_is_not_played(
     event: dict[str, Any], expect: dict[str, Any], agent: str, why: str
 ) -> None:
     assert plan(case(event, **expect), agent) == NotPlayed(why)
+
+
+def test_a_post_tool_use_block_with_its_reason_is_played() -> None:
+    post = {**REFUND, "hook_event_name": "PostToolUse"}
+    assert isinstance(plan(case(post, decision="block", reason="withheld"), CODEX), Play)
 
 
 def test_a_case_for_one_handler_is_not_played() -> None:
