@@ -107,3 +107,63 @@ def test_cases_not_played_are_reported_and_fail_only_a_strict_run(tmp_path: Path
     skipped = root.find("testsuite/testcase/skipped")
     assert skipped is not None
     assert skipped.get("message") == BASH_WHY.strip()
+
+
+DENY_CASE = {
+    "name": "a large refund is denied",
+    "event": {
+        "hook_event_name": "PreToolUse",
+        "tool_name": "mcp__orders__refund",
+        "tool_input": {"amount": 640},
+    },
+    "expect": {"decision": "deny"},
+}
+
+
+def fake_agent(tmp_path: Path, body: str) -> Path:
+    agent = tmp_path / "bin" / "claude"
+    agent.parent.mkdir()
+    agent.write_text(f"#!/bin/sh\n{body}\n")
+    agent.chmod(0o755)
+    return agent
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        (
+            "echo 'cannot reach the model' >&2; exit 3",
+            "claude-code exited 3; stderr: cannot reach the model",
+        ),
+        # an agent that never offered the tool did not run it either: not a deny
+        (
+            "exit 0",
+            "claude-code never offered the model mcp__orders__refund: the stub MCP "
+            "server did not connect",
+        ),
+    ],
+)
+def test_an_agent_that_shows_nothing_is_an_error_never_a_pass(
+    tmp_path: Path, body: str, error: str
+) -> None:
+    cases = write_json(tmp_path / "deny.json", DENY_CASE)
+    agent = fake_agent(tmp_path, body)
+    home = tmp_path / "home"  # the runs' work folders go under ~/.cache
+    done = run_test(
+        cases,
+        "--app",
+        "example_servers.refund_gate:app",
+        "--runtime",
+        "claude-code",
+        "--binary",
+        agent,
+        env=clean_env(HOME=str(home)),
+    )
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.splitlines() == [
+        f"ERROR {cases}::a large refund is denied",
+        f"      no answer to compare: {error}",
+        "",
+        "0 passed, 0 failed, 1 error (1 case in 1 file)",
+    ]
+    assert list((home / ".cache" / "handler-kit" / "runs").iterdir()) == []  # removed
