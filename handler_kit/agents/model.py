@@ -299,6 +299,11 @@ def responses_events(turn: Turn, number: int) -> list[dict[str, Any]]:
             "name": tool[0],
             "arguments": json.dumps(dict(tool[1])),
         }
+        server, sep, name = tool[0].removeprefix("mcp__").partition("__")
+        if tool[0].startswith("mcp__") and sep and server and name:
+            # Codex offers an MCP server's tools in a namespace (``mcp__SERVER``), and a call
+            # names the namespace and the tool apart
+            item |= {"namespace": f"mcp__{server}", "name": name}
     usage = {
         "input_tokens": 10,
         "input_tokens_details": None,

@@ -130,6 +130,7 @@ def run_agent(
     python: str = sys.executable,
     install_message: str = "",
     interrupt_when: str | None = None,
+    command: Path | None = None,
 ) -> AgentRun:
     """Run ``agent`` once, headless, in ``project`` (hooks installed by :func:`install_hooks`)
     against a :class:`ScriptedModel` playing ``script``.
@@ -138,14 +139,19 @@ def run_agent(
     (:func:`handler_kit.agents.versions.install_dir`); ``home`` becomes the agent's private
     home (its settings and session files), and must not be under ``/tmp`` (Codex refuses to
     put its helpers there). ``allowed_tools`` and ``mcp_servers`` (an ``mcpServers`` table)
-    are Claude Code's; ``env`` is added to the agent's environment, which the hooks inherit.
+    are Claude Code's (``mcp_servers`` is also written into Codex's configuration, its stdio
+    servers as ``[mcp_servers.NAME]``); ``env`` is added to the agent's environment, which the
+    hooks inherit.
     The agent and everything it started are killed at ``timeout`` seconds.
     ``interrupt_when`` names a file of the project (one a tool command creates): once it
     exists, the agent gets SIGINT, as from Ctrl-C (Codex's Interrupt event).
+    ``command`` runs that agent executable instead of the one in ``agents_dir`` (an agent the
+    user installed).
     """
     if agent not in AGENTS:
         raise ValueError(f"unknown agent {agent!r}; one of {', '.join(AGENTS)}")
-    command = executable(agents_dir, agent)
+    if command is None:
+        command = executable(agents_dir, agent)
     if not command.exists():
         raise FileNotFoundError(
             f"{command} is missing: install the pinned agents ({describe()}) with "
@@ -157,7 +163,7 @@ def run_agent(
         if agent == CLAUDE_CODE:
             argv = _claude_argv(command, prompt, allowed_tools, mcp_servers, home)
         else:
-            _write_codex_config(home / ".codex", model.url, project)
+            _write_codex_config(home / ".codex", model.url, project, mcp_servers or {})
             argv = _codex_argv(command, prompt, project)
         started = time.monotonic()
         interrupt = None if interrupt_when is None else project / interrupt_when
@@ -298,7 +304,17 @@ def _toml(text: str) -> str:
     return json.dumps(text)  # a JSON string is a TOML basic string for these values
 
 
-def _write_codex_config(codex_home: Path, model_url: str, project: Path) -> None:
+def _codex_mcp_servers(servers: Mapping[str, Any]) -> list[str]:
+    lines: list[str] = []
+    for name, server in servers.items():
+        lines += [f"[mcp_servers.{_toml(name)}]", f"command = {_toml(server['command'])}"]
+        lines += [f"args = [{', '.join(_toml(a) for a in server.get('args', []))}]", ""]
+    return lines
+
+
+def _write_codex_config(
+    codex_home: Path, model_url: str, project: Path, mcp_servers: Mapping[str, Any]
+) -> None:
     codex_home.mkdir(parents=True, exist_ok=True)
     (codex_home / "config.toml").write_text(
         "\n".join(
@@ -326,6 +342,7 @@ def _write_codex_config(codex_home: Path, model_url: str, project: Path) -> None
                 f"[projects.{_toml(str(project))}]",
                 'trust_level = "trusted"',
                 "",
+                *_codex_mcp_servers(mcp_servers),
             ]
         ),
         encoding="utf-8",

@@ -14,6 +14,8 @@ from typing import Any
 from handler_kit.cases.model import Expect
 
 NO_ANSWER = "answer"
+# The field of the one "mismatch" of a case that was not played (``handler-kit test --runtime``)
+NOT_PLAYED = "not played"
 # How long a case's pattern may take on the answer's text: a pattern with nested quantifiers,
 # such as (a+)+$, backtracks for hours on a text it almost matches
 PATTERN_SECONDS = 2.0
@@ -48,6 +50,8 @@ class Mismatch:
     def __str__(self) -> str:
         if self.field == NO_ANSWER:
             return f"no answer to compare: {self.actual}"
+        if self.field == NOT_PLAYED:
+            return f"not played: {self.actual}"
         return f"{self.field}: expected {self.expected}, got {self.actual}"
 
 

@@ -14,14 +14,22 @@ from handler_kit.cases.files import CaseFile
 from handler_kit.cases.model import Case
 from handler_kit.cases.targets import Target
 
-Verdict = Literal["passed", "failed", "error"]
-_WORDS: dict[str, str] = {"passed": "PASS", "failed": "FAIL", "error": "ERROR"}
+# ``not_played``: a case a real agent cannot be driven to play (``handler-kit test --runtime``);
+# never counted as passed
+Verdict = Literal["passed", "failed", "error", "not_played"]
+_WORDS: dict[str, str] = {
+    "passed": "PASS",
+    "failed": "FAIL",
+    "error": "ERROR",
+    "not_played": "NOT PLAYED",
+}
 
 
 @dataclass(frozen=True)
 class CaseResult:
     """One case's verdict: ``failed`` when the answer differs from the expectation, ``error``
-    when there was no answer to compare (the mismatch then says why)."""
+    when there was no answer to compare, ``not_played`` when the case could not be played
+    through a real agent (the mismatch then says why)."""
 
     file: CaseFile
     case: Case
@@ -32,6 +40,12 @@ class CaseResult:
     @property
     def passed(self) -> bool:
         return self.verdict == "passed"
+
+    @property
+    def failed(self) -> bool:
+        """Whether the case fails a run: ``failed`` or ``error`` (``not_played`` does not,
+        unless the caller is strict)."""
+        return self.verdict in ("failed", "error")
 
     @property
     def label(self) -> str:
@@ -80,6 +94,9 @@ def text_report(results: Iterable[CaseResult]) -> str:
     errors = summary.count("error")
     if errors:
         counts.append(f"{errors} error{'s' * (errors != 1)}")
+    not_played = summary.count("not_played")
+    if not_played:
+        counts.append(f"{not_played} not played")
     lines.append("")
     lines.append(
         f"{', '.join(counts)} ({total} case{'s' * (total != 1)} in {files} "
@@ -111,9 +128,8 @@ def junit_report(results: Iterable[CaseResult], *, name: str = "handler-kit test
         )
         if not result.passed:
             diff = result.diff()
-            problem = ET.SubElement(
-                testcase, "failure" if result.verdict == "failed" else "error", message=diff[0]
-            )
+            tag = {"failed": "failure", "error": "error", "not_played": "skipped"}[result.verdict]
+            problem = ET.SubElement(testcase, tag, message=diff[0])
             problem.text = "\n".join(diff)
     for suite, members in suites.values():
         _counts(suite, members)
@@ -127,5 +143,5 @@ def _counts(element: ET.Element, results: list[CaseResult]) -> None:
     element.set("tests", str(len(results)))
     element.set("failures", str(sum(1 for r in results if r.verdict == "failed")))
     element.set("errors", str(sum(1 for r in results if r.verdict == "error")))
-    element.set("skipped", "0")
+    element.set("skipped", str(sum(1 for r in results if r.verdict == "not_played")))
     element.set("time", f"{sum(r.seconds for r in results):.3f}")

@@ -6,9 +6,13 @@ token from ``--token`` or the client token variable) or ``--document HOOKS.json`
 hooks document, run by the reference dispatcher as the runtime runs it). Without one, each file
 must name its app (a mapping with ``app`` and ``cases``).
 
-Exit status: 0 when every case passes, 1 when one fails (or gets no answer), 2 for a usage
-problem: bad options, an unreadable or malformed case file, an app that cannot be loaded, an
-invalid document.
+With ``--runtime claude-code|codex`` each case is played through the real agent (``--binary``,
+else its command on PATH) with the app's hooks installed, and the verdict is what the agent
+enforced (:mod:`handler_kit.playback`); a case the agent cannot be driven to is "not played".
+
+Exit status: 0 when every case passes (cases not played included, unless ``--strict``), 1 when
+one fails (or gets no answer), 2 for a usage problem: bad options, an unreadable or malformed
+case file, an app that cannot be loaded or installed, an invalid document, no agent.
 """
 
 from __future__ import annotations
@@ -46,6 +50,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--document",
         metavar="HOOKS.json",
         help="a Runbear hooks document, run through the reference dispatcher",
+    )
+    parser.add_argument(
+        "--runtime",
+        choices=("claude-code", "codex"),
+        help="play each case through this real agent (with --app, or each file's app)",
+    )
+    parser.add_argument(
+        "--binary",
+        metavar="PATH",
+        help="with --runtime: the agent's executable (default: claude or codex on PATH)",
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="with --runtime: a case that cannot be played fails the run",
     )
     token = setting_for("client", "token")
     parser.add_argument(
@@ -89,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
     from handler_kit.cases import CaseFileError, find_case_files, load_case_file
 
     try:
+        _check_runtime_options(args)
         paths = find_case_files(args.cases)
         if not paths:
             raise UsageError(f"no case files in {', '.join(args.cases)}")
@@ -96,6 +116,8 @@ def run(args: argparse.Namespace) -> int:
             files = [load_case_file(path) for path in paths]
         except CaseFileError as exc:
             raise UsageError(str(exc)) from None
+        if args.runtime:
+            return _run_runtime(args, files)
         if args.document and any(case.handler for f in files for case in f.cases):
             raise UsageError("a case names a 'handler': with --document, the document routes")
         if not (args.app or args.url or args.document):
@@ -111,6 +133,46 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"handler-kit: {exc}\n")
         return 2
     return 0 if all(r.passed for r in results) else 1
+
+
+def _check_runtime_options(args: argparse.Namespace) -> None:
+    if args.runtime is None:
+        for option, value in (("--binary", args.binary), ("--strict", args.strict)):
+            if value:
+                raise UsageError(f"{option} applies to --runtime")
+    elif args.url or args.document:
+        other = "--url" if args.url else "--document"
+        raise UsageError(f"--runtime plays cases with an app's hooks: use --app, not {other}")
+
+
+def _run_runtime(args: argparse.Namespace, files: list[CaseFile]) -> int:
+    """Every case played through the agent; the same reports, the exit status of ``run``."""
+    import shutil
+
+    from handler_kit.agents.runner import InstallFailed
+    from handler_kit.playback import AgentNotFound, Player, find_agent
+
+    unnamed = [str(f.path) for f in files if not (args.app or f.app)]
+    if unnamed:
+        raise UsageError(f"no app for {unnamed[0]}: give --app, or an 'app' key in the file")
+    try:
+        command = find_agent(args.runtime, args.binary, shutil.which)
+    except AgentNotFound as exc:
+        raise UsageError(str(exc)) from None
+    player = Player(
+        args.runtime, command, Path.home() / ".cache" / "handler-kit" / "runs", Path.cwd()
+    )
+    results: list[CaseResult] = []
+    for case_file in files:
+        app = args.app or case_file.app
+        assert app is not None
+        try:
+            results.extend(player.play_file(case_file, app))
+        except InstallFailed as exc:
+            raise UsageError(f"{case_file.path}: {exc}") from None
+    _report(args, results)
+    failing = [r for r in results if r.failed or (args.strict and r.verdict == "not_played")]
+    return 1 if failing else 0
 
 
 def _run(args: argparse.Namespace, files: list[CaseFile]) -> list[CaseResult]:

@@ -91,7 +91,12 @@ def test_responses_api_streams_a_function_call_and_records_the_tool_output() -> 
         "arguments": '{"cmd": "ls"}',
     }
     item = dict(events(tool.text))["response.output_item.done"]["item"]
-    assert (item["name"], item["arguments"]) == ("mcp__orders__refund", '{"amount": 640}')
+    # Codex offers an MCP server's tools in a namespace, and a call names the two apart
+    assert (item["namespace"], item["name"], item["arguments"]) == (
+        "mcp__orders",
+        "refund",
+        '{"amount": 640}',
+    )
     assert dict(events(say.text))["response.output_item.done"]["item"]["content"] == [
         {"type": "output_text", "text": "Fine."}
     ]
