@@ -44,6 +44,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from handler_kit.config import CLIENT_TOKEN_VARIABLE
+from handler_kit.core.matchers import MatcherError, compile_matcher, is_match_all
 from handler_kit.core.outputs import SAFE_DECISIONS
 from handler_kit.core.vocabulary import COMMAND_STARTUP_ALLOWANCE
 
@@ -77,6 +78,10 @@ RUNTIME_NAMES = {
 # The variable each runtime sets to the project directory for a command hook; Codex runs hooks
 # in the session's working directory and sets none.
 PROJECT_DIR_VARIABLES = {CLAUDE_CODE: "CLAUDE_PROJECT_DIR", "posit": "PA_PROJECT_DIR"}
+# Codex gives a hook of these events at most this many seconds (it kills it then); a longer
+# timeout in hooks.json is not honoured, so the entry says what Codex will do.
+CODEX_CAPPED_EVENTS = frozenset({"SessionEnd", "Interrupt"})
+CODEX_CAP = 3.0
 # The settings folder each runtime reads in a project (the project is the folder above it).
 SETTINGS_FOLDERS = {
     CLAUDE_CODE: (".claude",),
@@ -98,6 +103,7 @@ def claude_code_hooks(
     python: str | None = None,
     warn: Callable[[str], None] | None = None,
     mcp_server: str | None = None,
+    per_handler: bool = False,
 ) -> dict[str, list[dict[str, Any]]]:
     """The ``hooks`` block of a Claude Code settings.json for ``app``.
 
@@ -114,12 +120,23 @@ def claude_code_hooks(
     calls the handler's tool on the MCP server Claude Code knows by that name, which
     :func:`claude_code_mcp_server` describes.
 
+    Command hooks running the app are one entry per event (``python -I -m handler_kit command
+    MODULE:ATTR``, no ``--handler``): the runtime starts one process for a call however many
+    handlers match it, and that process runs each handler whose matcher matches and merges
+    their answers. The entry's matcher is the union of its handlers' (see
+    :func:`union_matcher`), so a call none of them matches starts nothing; its timeout is the
+    longest of theirs plus the start-up allowance. ``per_handler`` writes one entry per handler
+    instead (``--handler NAME``, one process per matching handler), as earlier releases did; so
+    does an event whose matchers cannot be joined into one. http, ``mcp_tool`` and forwarder
+    (``via``) entries are one per handler: each calls its handler's own route.
+
     ``runtime`` names the runtime the block is for (``claude-code``, ``codex``, ``posit``): its
     dialect and its project directory variable; Codex sets none, so its entries change to
     ``project_dir`` (default: the current directory). ``python`` is the interpreter written
     (default: this one). ``warn`` (default: a line on stderr) is told about each SessionStart
-    written as a command. One matcher group per handler, in registration order; events in
-    order of their first handler.
+    written as a command, and each Codex SessionEnd/Interrupt entry whose timeout Codex cuts
+    to 3 s. Groups in registration order of their (first) handler; events in order of their
+    first handler.
     """
     if sum((base_url is not None, command, via is not None)) > 1:
         raise ValueError("pass one of base_url (http hooks), via (forwarders) or command=True")
@@ -150,30 +167,104 @@ def claude_code_hooks(
     if warn is None:
         warn = _warn_stderr
     place = _Place(runtime, project_dir or os.getcwd(), python or sys.executable)
-    hooks: dict[str, list[dict[str, Any]]] = {}
+    events: dict[str, list[Handler]] = {}
     for handler in app.handlers:
-        if via is not None:
-            entry = _forward_entry(handler, module_attr, via, place, fail_closed)
-        elif base_url is not None and handler.event in NO_HTTP_EVENTS:
+        events.setdefault(handler.event, []).append(handler)
+    hooks: dict[str, list[dict[str, Any]]] = {}
+    for event, handlers in events.items():
+        runs_app = via is None and (base_url is None or event in NO_HTTP_EVENTS)
+        if runs_app and base_url is not None:
             kind = "mcp_tool hooks before MCP servers connect" if mcp_server else "http hooks"
-            warn(
-                f"{handler.event} handler {handler.name!r}: Claude Code does not call {kind} "
-                f"on {handler.event}; written as a command hook instead (it needs "
-                f"handler-kit installed where Claude Code runs)"
-            )
-            entry = _command_entry(handler, module_attr, place)
-        elif mcp_server is not None:
-            entry = _mcp_tool_entry(handler, mcp_server)
-        elif base_url is not None:
-            entry = _http_entry(handler, module_attr, base_url)
-        else:
-            entry = _command_entry(handler, module_attr, place)
-        group: dict[str, Any] = {}
-        if handler.matcher is not None and handler.matcher.strip() not in ("", "*"):
-            group["matcher"] = handler.matcher
-        group["hooks"] = [entry]
-        hooks.setdefault(handler.event, []).append(group)
+            for handler in handlers:
+                warn(
+                    f"{event} handler {handler.name!r}: Claude Code does not call {kind} on "
+                    f"{event}; written as a command hook instead (it needs handler-kit "
+                    "installed where Claude Code runs)"
+                )
+        union: str | None = _NO_UNION
+        if runs_app and not per_handler:
+            union = union_matcher([h.matcher for h in handlers])
+        if union is not _NO_UNION:
+            entry = _event_entry(handlers, module_attr, place, warn)
+            hooks[event] = [_group(union, entry)]
+            continue
+        groups = hooks.setdefault(event, [])
+        for handler in handlers:
+            if via is not None:
+                entry = _forward_entry(handler, module_attr, via, place, fail_closed, warn)
+            elif runs_app:
+                entry = _command_entry(handler, module_attr, place, warn)
+            elif mcp_server is not None:
+                entry = _mcp_tool_entry(handler, mcp_server)
+            else:
+                entry = _http_entry(handler, module_attr, base_url or "")
+            groups.append(_group(handler.matcher, entry))
     return hooks
+
+
+def _group(matcher: str | None, entry: dict[str, Any]) -> dict[str, Any]:
+    group: dict[str, Any] = {}
+    if not is_match_all(matcher):
+        group["matcher"] = matcher
+    group["hooks"] = [entry]
+    return group
+
+
+# union_matcher's answer when the matchers cannot be joined into one
+_NO_UNION = "\u0000no union"
+# A backreference or a named group: numbered or named across the whole pattern, so joining two
+# patterns can change what one refers to (``\1`` of the second names the first's group), and
+# JavaScript refuses a name defined twice. Matched loosely: a false hit only means one entry
+# per handler for that event.
+_NUMBERED = re.compile(r"\\[1-9k]|\(\?<(?![=!])")
+
+
+def union_matcher(matchers: list[str | None]) -> str | None:
+    """One matcher that matches a value exactly when one of ``matchers`` does, under Claude
+    Code's rule (:mod:`handler_kit.core.matchers`): None (match everything) when one of them
+    matches everything; ``a|b|c`` when all are lists of exact names; else a regular expression,
+    each pattern in its own group and the exact names anchored (``(?:mcp__.*)|^(?:Bash|Grep)$``),
+    which the rule reads as a regular expression since it holds more than names.
+
+    Returns ``_NO_UNION`` when the patterns cannot be joined without changing one's meaning
+    (a backreference or a named group in one of two or more).
+    """
+    if any(is_match_all(m) for m in matchers):
+        return None
+    names: list[str] = []
+    patterns: list[str] = []
+    for matcher in matchers:
+        assert matcher is not None  # is_match_all(None)
+        if _is_name_list(matcher):
+            for name in matcher.replace(",", "|").split("|"):
+                if name.strip() and name.strip() not in names:
+                    names.append(name.strip())
+        elif matcher not in patterns:
+            patterns.append(matcher)
+    if not patterns:
+        # "|" alone is a list of no names, which matches nothing; "" would match everything
+        return "|".join(names) or "|"
+    if len(patterns) == 1 and not names:
+        return patterns[0]
+    if any(_NUMBERED.search(p) for p in patterns):
+        return _NO_UNION
+    alternatives = [f"(?:{p})" for p in patterns]
+    if names:
+        alternatives.append(f"^(?:{'|'.join(names)})$")
+    union = "|".join(alternatives)
+    try:
+        compile_matcher(union)
+    except MatcherError:
+        return _NO_UNION
+    return union
+
+
+_NAME_LIST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-|,")
+
+
+def _is_name_list(matcher: str) -> bool:
+    """The rule's list of exact names: nothing but letters, digits, ``_-|,`` and whitespace."""
+    return all(c in _NAME_LIST or c.isspace() for c in matcher)
 
 
 def _http_entry(handler: Handler, module_attr: str, base_url: str) -> dict[str, Any]:
@@ -246,45 +337,90 @@ def _closes(handler: Handler) -> bool:
     return handler.fail_closed and handler.event in SAFE_DECISIONS
 
 
-def _or_block(handler: Handler) -> str:
+def _or_block(gates: list[Handler]) -> str:
     """Shell words that make a hook process that could not answer a block: exit 127, a failed
     import or a missing project directory, which every runtime reads as "proceed", become exit
     2 with a reason on stderr (Codex reads an exit 2 with an empty stderr as a failed run)."""
-    reason = (
-        f"Blocked by policy: the check {handler.name} could not run, and it is configured to "
-        "fail closed."
-    )
+    if len(gates) == 1:
+        what = f"the check {gates[0].name} could not run, and it is"
+    else:
+        what = f"the checks {', '.join(g.name for g in gates)} could not run, and they are"
+    reason = f"Blocked by policy: {what} configured to fail closed."
     return f" || {{ echo {shlex.quote(reason)} >&2; exit 2; }}"
 
 
-def _command_entry(handler: Handler, module_attr: str, place: _Place) -> dict[str, Any]:
+def _command_entry(
+    handler: Handler, module_attr: str, place: _Place, warn: Callable[[str], None]
+) -> dict[str, Any]:
     line = f"{place.cd()} && {place.handler_kit('command', module_attr, '--handler', handler.name)}"
     if _closes(handler):
-        line += _or_block(handler)
+        line += _or_block([handler])
     return {
         "type": "command",
         "command": line,
-        "timeout": _number(handler.timeout + COMMAND_STARTUP_ALLOWANCE),
+        "timeout": _entry_timeout([handler], place.runtime, warn),
     }
 
 
+def _event_entry(
+    handlers: list[Handler], module_attr: str, place: _Place, warn: Callable[[str], None]
+) -> dict[str, Any]:
+    """One command entry running every handler of an event that matches the call."""
+    line = f"{place.cd()} && {place.handler_kit('command', module_attr)}"
+    gates = [h for h in handlers if _closes(h)]
+    if gates:
+        # the process cannot tell which handler the call was for before it starts: a call any
+        # gate of the event could have been for is blocked
+        line += _or_block(gates)
+    return {
+        "type": "command",
+        "command": line,
+        "timeout": _entry_timeout(handlers, place.runtime, warn),
+    }
+
+
+def _entry_timeout(
+    handlers: list[Handler], runtime: str, warn: Callable[[str], None]
+) -> int | float:
+    """The longest of the handlers' timeouts plus the start-up allowance; at most the 3 s Codex
+    allows a SessionEnd or Interrupt hook, with a warning naming each handler cut short."""
+    timeout = max(h.timeout for h in handlers) + COMMAND_STARTUP_ALLOWANCE
+    event = handlers[0].event
+    if runtime != "codex" or event not in CODEX_CAPPED_EVENTS or timeout <= CODEX_CAP:
+        return _number(timeout)
+    for handler in handlers:
+        wanted = handler.timeout + COMMAND_STARTUP_ALLOWANCE
+        if wanted > CODEX_CAP:
+            warn(
+                f"{event} handler {handler.name!r}: Codex stops a {event} hook after "
+                f"{_number(CODEX_CAP)} s, so its entry's timeout is {_number(CODEX_CAP)} s, not "
+                f"{_number(wanted)} s (its timeout {_number(handler.timeout)} s plus "
+                f"{_number(COMMAND_STARTUP_ALLOWANCE)} s to start); give it timeout="
+                f"{_number(CODEX_CAP - COMMAND_STARTUP_ALLOWANCE)} or less to answer before that"
+            )
+    return _number(CODEX_CAP)
+
+
 def _forward_entry(
-    handler: Handler, module_attr: str, via: str, place: _Place, fail_closed: bool
+    handler: Handler,
+    module_attr: str,
+    via: str,
+    place: _Place,
+    fail_closed: bool,
+    warn: Callable[[str], None],
 ) -> dict[str, Any]:
     closes = handler.event in SAFE_DECISIONS and (fail_closed or handler.fail_closed)
     words = ["forward", f"{via}/hooks/{handler.name}", "--app", module_attr]
-    wait = handler.timeout + COMMAND_STARTUP_ALLOWANCE / 2
+    timeout = _entry_timeout([handler], place.runtime, warn)
+    # half the allowance to start, the rest of the entry's time to wait for the server
+    wait = timeout - COMMAND_STARTUP_ALLOWANCE / 2
     words += ["--timeout", str(_number(wait))]
     if closes:
         words.append("--fail-closed")
     line = place.handler_kit(*words)
     if closes:
-        line += _or_block(handler)
-    return {
-        "type": "command",
-        "command": line,
-        "timeout": _number(handler.timeout + COMMAND_STARTUP_ALLOWANCE),
-    }
+        line += _or_block([handler])
+    return {"type": "command", "command": line, "timeout": timeout}
 
 
 def fail_open_warnings(
@@ -838,6 +974,7 @@ def install(
     python: str | None = None,
     dry_run: bool = False,
     follow_symlink: bool = False,
+    per_handler: bool = False,
 ) -> str:
     """Install ``app``'s hooks into the settings file at ``path``; return what was done.
 
@@ -864,6 +1001,7 @@ def install(
         project_dir=project_dir or project_dir_of(path, runtime),
         python=python,
         warn=notes.append,
+        per_handler=per_handler,
     )
     notes += fail_open_warnings(app, runtime=runtime, base_url=base_url, via=via)
     notes += setup_notes(runtime=runtime, base_url=base_url, via=via)
@@ -872,6 +1010,7 @@ def install(
     if dry_run:
         raw, settings = read_settings(target)
         rewritten = _open_form_notes(settings, module_attr, notes)
+        rewritten += _per_handler_note(settings, block, module_attr)
         _warn_all(notes)
         data = _updated(path, raw, settings, block, module_attr)
         if data is None:
@@ -882,6 +1021,7 @@ def install(
         raw = folder.read()  # under the lock: what the install before this one wrote
         settings = _parse_settings(path, raw)
         rewritten = _open_form_notes(settings, module_attr, notes)
+        rewritten += _per_handler_note(settings, block, module_attr)
         _warn_all(notes)
         data = _updated(path, raw, settings, block, module_attr)
         if data is None:
@@ -911,6 +1051,40 @@ def _open_form_notes(settings: dict[str, Any], module_attr: str, notes: list[str
                 "...)"
             )
     return rewritten
+
+
+def _per_handler_note(
+    settings: dict[str, Any], block: dict[str, list[dict[str, Any]]], module_attr: str
+) -> str:
+    """The words for the outcome line when ``module_attr``'s entries of one process per
+    handler (``--handler NAME``, every earlier release's layout) give way to one per event."""
+    old = _handler_entries(settings.get("hooks"), module_attr)
+    replaced = old - _handler_entries(block, module_attr)
+    if not replaced:
+        return ""
+    count = len(replaced)
+    return (
+        f", replacing its {count} entr{'ies' if count != 1 else 'y'} of one process per handler "
+        "(--handler NAME) with one entry per event, which runs every matching handler in one "
+        "process (--per-handler keeps them)"
+    )
+
+
+def _handler_entries(hooks: Any, module_attr: str) -> set[str]:
+    """The command lines of ``module_attr``'s ``--handler NAME`` entries in ``hooks``."""
+    found: set[str] = set()
+    for groups in hooks.values() if isinstance(hooks, dict) else ():
+        for group in groups if isinstance(groups, list) else ():
+            entries = group.get("hooks") if isinstance(group, dict) else None
+            for entry in entries if isinstance(entries, list) else ():
+                if not is_ours(entry, module_attr):
+                    continue
+                words = _handler_kit_words(entry.get("command", ""))
+                if words[:1] == ["command"] and any(
+                    w == "--handler" or w.startswith("--handler=") for w in words
+                ):
+                    found.add(entry["command"])
+    return found
 
 
 def _warn_all(warnings: list[str]) -> None:

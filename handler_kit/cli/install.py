@@ -87,6 +87,13 @@ def add_install_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --via: every gate's forwarder fails closed, not only fail_closed ones",
     )
     parser.add_argument(
+        "--per-handler",
+        action="store_true",
+        help="command hooks: one entry per handler (a tool call starts one process per "
+        "matching handler), the layout of earlier releases; default: one entry per event, "
+        "running every matching handler in one process",
+    )
+    parser.add_argument(
         "--dry-run", action="store_true", help="print the change as a unified diff; write nothing"
     )
     parser.add_argument(
@@ -119,6 +126,7 @@ def run_install(args: argparse.Namespace) -> int:
             project_dir=project,
             dry_run=args.dry_run,
             follow_symlink=args.follow_symlink,
+            per_handler=args.per_handler,
         )
     except (LoadError, SettingsError, ValueError) as exc:
         return _fail(str(exc))

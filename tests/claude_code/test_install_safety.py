@@ -90,7 +90,10 @@ def apps_in(settings: Path) -> set[str]:
         for group in groups
         for entry in group["hooks"]
     ]
-    return {name for name in APPS for command in commands if f" command {name}:app " in command}
+    # the app's name ends a word: `command first:app` alone, or before its options
+    return {
+        name for name in APPS for command in commands if f" command {name}:app " in command + " "
+    }
 
 
 def assert_one_line_refusal(code: int, err: str) -> None:

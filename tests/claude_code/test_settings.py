@@ -56,6 +56,57 @@ def command_line(target: str, handler: str) -> str:
     return line
 
 
+def event_line(target: str, gates: tuple[str, ...] = ()) -> str:
+    """The command line installed for one event's handlers (no --handler: the process runs
+    each one that matches), blocking when it cannot start if the event has a gate."""
+    line = f'cd "$CLAUDE_PROJECT_DIR" && {PYTHON} -I -m handler_kit command {target}'
+    if gates:
+        reason = (
+            f"Blocked by policy: the check {gates[0]} could not run, and it is configured to "
+            "fail closed."
+        )
+        line += f" || {{ echo '{reason}' >&2; exit 2; }}"
+    return line
+
+
+# tests.support.apps.command:app installed as command hooks: one entry per event, its matcher
+# the union of its handlers' (Bash, Grep and the refund tools by name, mcp__.* as a pattern),
+# its timeout the longest of theirs plus the start-up allowance
+COMMAND_BLOCK = {
+    "PreToolUse": [
+        {
+            "matcher": "(?:mcp__.*)|^(?:issue_refund|orders__refund|Bash|Grep)$",
+            "hooks": [
+                {
+                    "type": "command",
+                    "command": event_line(TARGET, ("refund_gate",)),
+                    "timeout": 4,
+                }
+            ],
+        }
+    ],
+    "PostToolUse": [{"hooks": [{"type": "command", "command": event_line(TARGET), "timeout": 4}]}],
+    "UserPromptSubmit": [
+        {
+            "hooks": [
+                {
+                    "type": "command",
+                    "command": event_line(TARGET, ("prompt_policy",)),
+                    "timeout": 4,
+                }
+            ]
+        }
+    ],
+    "Stop": [{"hooks": [{"type": "command", "command": event_line(TARGET), "timeout": 4}]}],
+    "SessionStart": [
+        {
+            "matcher": "startup|resume",
+            "hooks": [{"type": "command", "command": event_line(TARGET), "timeout": 6}],
+        }
+    ],
+}
+
+
 def without_ours(settings: dict[str, Any], module_attr: str = TARGET) -> dict[str, Any]:
     """``settings`` with every entry of ``module_attr`` (and groups/events left empty) gone."""
     out = dict(settings)
@@ -120,7 +171,7 @@ def test_http_block_one_group_per_handler() -> None:
             "hooks": [
                 {
                     "type": "command",
-                    "command": command_line(TARGET, "returns_policy"),
+                    "command": event_line(TARGET),
                     "timeout": 6,
                 }
             ],
@@ -129,9 +180,14 @@ def test_http_block_one_group_per_handler() -> None:
     assert len(warnings) == 1 and "SessionStart" in warnings[0]
 
 
-def test_command_block() -> None:
+def test_command_block_one_entry_per_event() -> None:
     block = claude_code_hooks(command_app.app, TARGET, command=True)
     assert block == claude_code_hooks(command_app.app, TARGET)  # the default
+    assert block == COMMAND_BLOCK
+
+
+def test_command_block_per_handler() -> None:
+    block = claude_code_hooks(command_app.app, TARGET, command=True, per_handler=True)
     entries = [g["hooks"][0] for groups in block.values() for g in groups]
     assert len(entries) == len(command_app.app.handlers)
     for entry, handler in zip(entries, command_app.app.handlers, strict=True):
@@ -235,9 +291,9 @@ def test_reinstall_replaces_only_our_entries(settings: Path) -> None:
     install(command_app.app, TARGET, str(settings), command=True)
     data = json.loads(settings.read_bytes())
     assert {entry["type"] for _, _, entry in ours(data)} == {"command"}
-    assert len(ours(data)) == len(command_app.app.handlers)
+    assert len(ours(data)) == len(COMMAND_BLOCK)  # one per event
     stop_commands = [e["command"] for g in data["hooks"]["Stop"] for e in g["hooks"]]
-    assert stop_commands == [command_line(TARGET, "cite_ticket"), "./after-stop.sh"]
+    assert stop_commands == [event_line(TARGET), "./after-stop.sh"]
 
     smaller = HookApp("smaller")
 
@@ -274,7 +330,7 @@ def test_dry_run_writes_nothing(
     diff = capsys.readouterr().out
     assert diff.startswith(f"--- {settings}\n+++ {settings} (installed)\n")
     added = [line for line in diff.splitlines() if line.startswith("+")]
-    command = json.dumps({"command": command_line(TARGET, "refund_gate")})[1:-1] + ","
+    command = json.dumps({"command": event_line(TARGET, ("refund_gate",))})[1:-1] + ","
     assert any(line.strip("+ ") == command for line in added)
     assert settings.read_bytes() == original
     assert sorted(p.name for p in tmp_path.iterdir()) == ["settings.json"]
@@ -286,7 +342,7 @@ def test_missing_file_is_created(tmp_path: Path) -> None:
     assert message.startswith("created")
     data = json.loads(settings.read_bytes())
     assert list(data) == ["hooks"]
-    assert len(ours(data)) == len(command_app.app.handlers)
+    assert data["hooks"] == COMMAND_BLOCK
     assert settings.read_bytes().endswith(b"}\n")
     assert not (tmp_path / ".claude" / "settings.json.bak").exists()
 
@@ -378,11 +434,11 @@ def test_install_command(tmp_path: Path, settings: Path) -> None:
     first = cli("install", TARGET, "--settings", str(settings), "--command")
     assert first.returncode == 0, first.stderr
     assert first.stdout == ""
-    assert f"installed the 8 hooks of {TARGET}" in first.stderr
+    assert f"installed the 5 hooks of {TARGET}" in first.stderr
     written = settings.read_bytes()
     again = cli("install", TARGET, "--settings", str(settings), "--command")
     assert again.returncode == 0
-    assert "already has the 8 hooks" in again.stderr
+    assert "already has the 5 hooks" in again.stderr
     assert settings.read_bytes() == written
     assert (tmp_path / "settings.json.bak").read_bytes() == original
 

@@ -85,6 +85,14 @@ def entry(settings: Path, fragment: str) -> dict[str, Any]:
     return found[0]
 
 
+def event_entry(settings: Path, event: str) -> dict[str, Any]:
+    """The one hook entry of ``event``."""
+    groups = json.loads(settings.read_bytes())["hooks"][event]
+    assert len(groups) == 1 and len(groups[0]["hooks"]) == 1, groups
+    hook: dict[str, Any] = groups[0]["hooks"][0]
+    return hook
+
+
 def denied(result: subprocess.CompletedProcess[bytes], reason: str = REFUND_DENY) -> bool:
     assert result.returncode == 0, result.stderr.decode()
     output = json.loads(result.stdout)["hookSpecificOutput"]
@@ -178,8 +186,9 @@ def test_a_fail_closed_gate_blocks_when_handler_kit_cannot_run(project: Path) ->
     done = install("myhooks:app", "--settings", ".claude/settings.json", cwd=project)
     assert "warning: fail_closed gate 'refund_gate'" in done.stderr
     assert "audit_note" not in done.stderr  # not a gate
-    gate = entry(project / ".claude" / "settings.json", "refund_gate")["command"]
-    note = entry(project / ".claude" / "settings.json", "audit_note")["command"]
+    # one entry per event: the gate's event blocks when it cannot start, the other does not
+    gate = event_entry(project / ".claude" / "settings.json", "PreToolUse")["command"]
+    note = event_entry(project / ".claude" / "settings.json", "PostToolUse")["command"]
     assert "exit 2" in gate and "exit 2" not in note
     (project / "myhooks.py").write_text("raise ImportError('half-deployed')\n")
     hook = as_the_runtime_runs_it(gate, project, CLAUDE_PROJECT_DIR=str(project))
@@ -223,13 +232,17 @@ def test_reinstall_replaces_entries_of_the_earlier_form(project: Path) -> None:
     # the earlier form let a json.py or handler_kit/ in the project answer for the gate
     assert "rewriting its entries of the earlier form (python without -I" in done.stderr
     assert "warning: the entries of other:app are of the earlier form" in done.stderr
+    # and it ran one process per handler: now one entry for the event
+    assert "replacing its 1 entry of one process per handler (--handler NAME)" in done.stderr
     groups = json.loads(settings.read_bytes())["hooks"]["PreToolUse"]
     commands = [hook["command"] for group in groups for hook in group["hooks"]]
     assert len(commands) == 3 and commands[1] == "./my-own-guard.sh"
-    assert "-I -m handler_kit command myhooks:app --handler refund_gate" in commands[0]
+    assert commands[0].startswith(
+        f'cd "$CLAUDE_PROJECT_DIR" && {sys.executable} -I -m handler_kit command myhooks:app || '
+    )
     again = install("myhooks:app", "--settings", str(settings), cwd=project)
     assert "already has the 2 hooks" in again.stderr
-    assert "rewriting" not in again.stderr
+    assert "rewriting" not in again.stderr and "replacing" not in again.stderr
 
 
 def test_via_writes_forwarders_that_fail_closed(tmp_path: Path) -> None:

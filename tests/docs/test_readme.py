@@ -113,8 +113,7 @@ def test_readme_install_commands(tmp_path: Path) -> None:
     assert pre["matcher"] == "Bash"
     assert pre["hooks"][0]["url"] == "https://hooks.example.com/hooks/no_force_push"
     assert hooks["SessionStart"][0]["hooks"][0]["command"] == (
-        f'cd "$CLAUDE_PROJECT_DIR" && {sys.executable} -I -m handler_kit command myhooks:app '
-        "--handler house_rules"
+        f'cd "$CLAUDE_PROJECT_DIR" && {sys.executable} -I -m handler_kit command myhooks:app'
     )
     # the one before installed command hooks, kept as the backup
     before = json.loads((tmp_path / ".claude" / "settings.json.bak").read_text(encoding="utf-8"))
