@@ -525,6 +525,8 @@ ANSWER_KEYS = (
     "output",
 )
 _TEMPLATES: dict[tuple[Any, ...], tuple[dict[str, Any], dict[str, Any]]] = {}
+# The identifiers copied from the hook input onto every record.
+_COPIED = ("tool_name", *ID_FIELDS)
 
 
 def _templates(
@@ -589,9 +591,13 @@ def records(capture: Capture, app: str, policy: RecordPolicy) -> list[dict[str, 
         "event": name,
         "trace_id": trace_id,
     }
-    for field_name in ("tool_name", *ID_FIELDS):
+    texts = redactor._texts  # what text() gives for a string seen before (ids repeat)
+    for field_name in _COPIED:
         value = get(field_name)
-        common[field_name] = text(value) if isinstance(value, str) else None
+        if type(value) is str:
+            common[field_name] = texts.get(value) or text(value)
+        else:
+            common[field_name] = text(value) if isinstance(value, str) else None
     templates = _TEMPLATES.get((app, policy.app_version, policy.replica))
     if templates is None:
         templates = _templates(app, policy.app_version, policy.replica)
@@ -691,7 +697,11 @@ def record_lines(
     capture: Capture, app: str, policy: RecordPolicy
 ) -> list[tuple[dict[str, Any], str]]:
     """The records of one answer and their JSON lines: what the sinks write."""
-    return serialize(records(capture, app, policy))
+    built = records(capture, app, policy)
+    try:
+        return [(record, to_json(record, fallback=str).decode()) for record in built]
+    except PydanticSerializationError:
+        return serialize(built)  # what only writable() makes writable (a lone surrogate)
 
 
 def serialize(built: Iterable[dict[str, Any]]) -> list[tuple[dict[str, Any], str]]:
