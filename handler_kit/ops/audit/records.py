@@ -15,7 +15,7 @@ server or of the handler models: the writer process stays small and starts fast.
   subject; never the token);
 - from the hook input, only identifiers: ``event`` (hook_event_name), ``tool_name``,
   ``session_id``, ``turn_id``, ``tool_use_id``, ``agent_id``;
-- ``idempotency_key`` (see :func:`idempotency_key`), ``trace_id``, ``span_id``,
+- ``idempotency_key`` (see :func:`handler_kit.ops.keys.idempotency_key`), ``trace_id``, ``span_id``,
   ``parent_span_id`` (from the incoming W3C ``traceparent`` when sent, else new);
 - ``status`` (ok / error / timeout / fail_closed / loop_guarded), ``decision``, ``reason``,
   ``latency_ms``, ``output`` (the Claude Code JSON answered, redacted as below).
@@ -65,6 +65,11 @@ from pydantic_core import PydanticSerializationError, from_json, to_json
 
 from handler_kit.config import AuditSink
 from handler_kit.core.names import Status
+
+# the key helpers lived here before ops/keys.py: importable from here still
+from handler_kit.ops.keys import SCOPE_FIELDS as SCOPE_FIELDS
+from handler_kit.ops.keys import input_digest_of as input_digest_of
+from handler_kit.ops.keys import make_key as make_key
 from handler_kit.ops.keys import scope_of
 
 SCHEMA_VERSION = 1
