@@ -8,7 +8,7 @@ with several workers or replicas the retry can land anywhere; without this the a
 two requests. Pure decision functions do not need it (running them again gives the same
 answer).
 
-"The same call" is the idempotency key of :func:`handler_kit.ops.audit.trail.idempotency_key`: the
+"The same call" is the idempotency key of :func:`handler_kit.ops.keys.idempotency_key`: the
 input's ``tool_use_id`` (else ``turn_id``, ``prompt_id``, ``session_id``), the event, the
 handler, and a digest of the whole input, so a reused id with a different input runs again;
 and it is the same caller: the key also holds the principal the server authenticated
@@ -46,11 +46,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol
 
-from handler_kit.ops.audit.trail import idempotency_key
+from handler_kit.core.outputs import Output
+from handler_kit.ops.keys import idempotency_key
 
 if TYPE_CHECKING:
     from handler_kit.core.events import HookEvent
-    from handler_kit.core.outputs import Output
     from handler_kit.core.vocabulary import Answer, Handler
 
 logger = logging.getLogger("handler_kit.idempotency")
@@ -350,6 +350,30 @@ class RedisStore:
             await entry[1].aclose()
 
 
+class ReplayedOutput(Output):
+    """An idempotent handler's recorded answer, given again without running the handler: an
+    :class:`~handler_kit.core.outputs.Output` like any other, whose type says it was
+    replayed (the audit records say ``replayed``, the metrics count it)."""
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, output: Output) -> ReplayedOutput:
+        """A replayed copy of ``output`` (the store may hold the very object another answer
+        holds: it is not changed)."""
+        copy = cls.__new__(cls)
+        for name in Output.__slots__:
+            setattr(copy, name, getattr(output, name))
+        return copy
+
+
+def replayed_handlers(answer: Answer) -> frozenset[str]:
+    """Names of the handlers of ``answer`` whose answer was replayed."""
+    return frozenset(
+        inv.handler.name for inv in answer.invocations if type(inv.output) is ReplayedOutput
+    )
+
+
 class Idempotency:
     """The :attr:`HookApp.wrappers <handler_kit.core.app.HookApp.wrappers>` entry: runs idempotent
     handlers through ``store``; every other handler passes straight through."""
@@ -357,8 +381,6 @@ class Idempotency:
     def __init__(self, store: IdempotencyStore, app_name: str) -> None:
         self.store = store
         self.app_name = app_name
-        # (id(event), handler) of answers replayed in answers not yet observed.
-        self._replayed: OrderedDict[tuple[int, str], None] = OrderedDict()
 
     async def __call__(self, handler: Handler, event: HookEvent, call: Call) -> Output:
         if not handler.idempotent:
@@ -369,22 +391,9 @@ class Idempotency:
         output, replayed = await self.store.run_once(
             key, event.hook_event_name, call, lock_seconds=handler.timeout + 2
         )
-        if replayed:
-            self._replayed[(id(event), handler.name)] = None
-            while len(self._replayed) > 10_000:  # answers never observed (no observer)
-                self._replayed.popitem(last=False)
-        return output
-
-    def pop_replayed(self, answer: Answer) -> frozenset[str]:
-        """Names of the handlers of ``answer`` whose answer was replayed (for the audit)."""
-        if not self._replayed:
-            return frozenset()
-        names = set()
-        event_id = id(answer.event)
-        for inv in answer.invocations:
-            if self._replayed.pop((event_id, inv.handler.name), 0) is None:
-                names.add(inv.handler.name)
-        return frozenset(names)
+        # the answer says it was replayed: its invocation carries this output to the
+        # observers (audit, metrics), with nothing to look up on the side
+        return ReplayedOutput.of(output) if replayed else output
 
 
 def caller_key(principal: str | None) -> str:

@@ -37,7 +37,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from handler_kit.core.names import EVENT_NAMES
-from handler_kit.ops.audit.trail import answer_status, invocation_decision, output_decision
+from handler_kit.ops.audit.capture import answer_status, invocation_decision
+from handler_kit.ops.audit.records import output_decision
+from handler_kit.ops.idempotency import ReplayedOutput
 
 if TYPE_CHECKING:
     from handler_kit.core.vocabulary import Answer
@@ -122,8 +124,9 @@ class Metrics:
             child = self._children[key] = metric.labels(*labels)
         return child
 
-    def observe(self, answer: Answer, transport: str, replayed: frozenset[str]) -> None:
-        """Count one answer and its invocations (on the hot path: label lookups cached)."""
+    def observe(self, answer: Answer, transport: str) -> None:
+        """Count one answer and its invocations (on the hot path: label lookups cached); a
+        replayed idempotent answer is one whose output is a :class:`ReplayedOutput`."""
         name = answer.event.hook_event_name
         event = name if name in self.events else OTHER_EVENT
         for inv in answer.invocations:
@@ -131,7 +134,7 @@ class Metrics:
             handler = inv.handler.name
             self._child(self.invocations, event, handler, decision, inv.status).inc()
             self._child(self.latency, event, handler).observe(inv.latency_ms / 1000)
-            if handler in replayed:
+            if type(inv.output) is ReplayedOutput:
                 self._child(self.replays, event, handler).inc()
         decision = output_decision(answer.output)[0] or "none"
         self._child(self.answers, event, decision, answer_status(answer), transport).inc()

@@ -37,11 +37,11 @@ if TYPE_CHECKING:
     from handler_kit.ops.metrics import Metrics
     from handler_kit.ops.tracing import Tracing
 
-# Where the observer leaves a durable answer's acknowledgement for the committer: the context
-# dict HookApp.answer hands to both.
-_ACK = "handler_kit.audit_ack"
-# (answer, replayed handlers) waiting for commit() to count it in the metrics
-_COUNT = "handler_kit.metrics_pending"
+
+# The one entry the observer leaves for the committer in the context HookApp.answer hands to
+# both (its keys are strings): the durable answer as it was handed to the audit trail, its
+# acknowledgement a field of it.
+_OBSERVED = "handler_kit.ops.observed"
 
 logger = logging.getLogger("handler_kit.operations")
 
@@ -82,9 +82,6 @@ class Operations:
         traceparent = context.get("traceparent")
         if traceparent is None:
             traceparent = self.traceparent
-        replayed = (
-            self.idempotency.pop_replayed(answer) if self.idempotency is not None else frozenset()
-        )
         ids = None
         if self.tracing is not None:
             try:
@@ -93,42 +90,40 @@ class Operations:
                     self.tracing.force_flush()  # a command hook exits right after
             except Exception:
                 logger.exception("could not record the spans of an answer")
-        ack = None
+        durable = False
         if self.audit is not None:
-            from handler_kit.ops.audit.trail import Observed
+            from handler_kit.ops.audit.capture import Observed
 
-            ack = self.audit.submit(
-                Observed(
-                    answer=answer,
-                    transport=transport,
-                    principal=context.get("principal"),
-                    traceparent=traceparent,
-                    end_ns=time.time_ns(),
-                    pid=self.pid,
-                    trace=ids,
-                    replayed=replayed,
-                )
+            item = Observed(
+                answer=answer,
+                transport=transport,
+                principal=context.get("principal"),
+                traceparent=traceparent,
+                end_ns=time.time_ns(),
+                pid=self.pid,
+                trace=ids,
             )
-            if ack is not None:
-                context[_ACK] = ack
-        if self.metrics is not None:
-            if ack is None:
-                self.metrics.observe(answer, transport, replayed)
-            else:
-                # durable: the answer sent may yet be the failure policy's, so it is counted
-                # by commit() once known, and only that one
-                context[_COUNT] = (answer, replayed)
+            item.ack = self.audit.submit(item)
+            if item.ack is not None:
+                # the committer, handed the same context, awaits the answer's commit (an
+                # answer the committer replaces is observed again: the latest is the one)
+                context[_OBSERVED] = item
+                durable = True
+        if self.metrics is not None and not durable:
+            # durable: the answer sent may yet be the failure policy's, so it is counted by
+            # commit() once known, and only that one
+            self.metrics.observe(answer, transport)
 
     async def commit(self, answer: Answer, transport: str, context: dict[str, Any]) -> Answer:
         """The durable committer: ``answer`` once its records are committed; otherwise, by
         what is left of its handlers' deadline, the failure policy's answer (deny or block
         for a fail-closed gate; a failed answer, which the webhook sends as a 503)."""
-        ack = context.pop(_ACK, None)
+        from handler_kit.ops.audit.capture import Observed, deadline_left
+
+        item: Observed | None = context.pop(_OBSERVED, None)
         audit = self.audit
-        if ack is None or audit is None:
+        if item is None or item.ack is None or audit is None:
             return answer
-        counted = context.pop(_COUNT, None)
-        from handler_kit.ops.audit.trail import deadline_left
 
         if answer.invocations:
             budget = deadline_left(answer)
@@ -141,8 +136,8 @@ class Operations:
 
             name = answer.event.hook_event_name
             budget = server_deadline(DEFAULT_TIMEOUTS.get(name, DEFAULT_TIMEOUT))
-        if await audit.committed(ack, budget):
-            self._count(counted, transport)
+        if await audit.committed(item.ack, budget):
+            self._count(item.answer, transport)
             return answer
         handlers = [inv.handler for inv in answer.invocations]
         audit.unrecorded_answer(
@@ -156,13 +151,14 @@ class Operations:
         replacement = served.answer_unrecorded(
             answer.event, handlers, transport=transport, context=context
         )
-        context.pop(_ACK, None)
-        self._count(context.pop(_COUNT, None), transport)
+        # observed again: what the observer left for a commit nobody waits for
+        context.pop(_OBSERVED, None)
+        self._count(replacement, transport)
         return replacement
 
-    def _count(self, counted: tuple[Answer, frozenset[str]] | None, transport: str) -> None:
-        if counted is not None and self.metrics is not None:
-            self.metrics.observe(counted[0], transport, counted[1])
+    def _count(self, answer: Answer, transport: str) -> None:
+        if self.metrics is not None:
+            self.metrics.observe(answer, transport)
 
     def close_sync(self) -> None:
         """Flush and close what needs no event loop (audit, tracing): for command hooks and

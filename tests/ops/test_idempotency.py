@@ -268,3 +268,56 @@ def test_same_tool_use_on_two_workers_runs_once(redis_url: str, tmp_path: Path) 
     replayed_pids = {r["pid"] for r in invocations if r["replayed"]}
     ran_pid = int(run_log.read_text().split()[0])
     assert replayed_pids - {ran_pid}, "the other worker replayed the recorded answer"
+
+
+def test_a_replay_is_recorded_and_counted_as_one(tmp_path: Path) -> None:
+    """The second call of the same tool use is replayed: the handler runs once, the audit
+    records say which invocation was replayed (the idempotent one, not the plain handler
+    beside it), and the replay metric counts it."""
+    runs: list[str] = []
+    audit = tmp_path / "audit.jsonl"
+    settings = OperationsConfig(audit=[f"jsonl:{audit}"], audit_process=False, metrics=True)
+    hooks, ops = _with_operations(_gate_app(runs, delay=0.0), settings)
+
+    async def scenario() -> None:
+        await hooks.answer(_event(), transport="webhook")
+        await hooks.answer(_event(), transport="webhook")
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        ops.close_sync()
+    assert runs == ["tu-1", "plain", "plain"]
+    invocations = [r for r in read_jsonl(audit) if r["kind"] == "invocation"]
+    assert [(r["handler"], r["replayed"]) for r in invocations] == [
+        ("open_approval", False),
+        ("plain", False),
+        ("open_approval", True),
+        ("plain", False),
+    ]
+    assert ops.metrics is not None
+    text = ops.metrics.exposition()[0].decode()
+    replays = [
+        line
+        for line in text.splitlines()
+        if line.startswith("handler_kit_idempotent_replays_total")
+    ]
+    assert replays == [
+        'handler_kit_idempotent_replays_total{event="PreToolUse",handler="open_approval"} 1.0'
+    ]
+
+
+def test_idempotency_does_not_import_the_audit_trail() -> None:
+    """The key helpers have a module of their own: an idempotent handler's wrapper loads
+    neither the trail nor its writer."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, handler_kit.ops.idempotency\n"
+        "print(sorted(m for m in sys.modules if m.startswith('handler_kit.ops.audit')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "[]"

@@ -302,9 +302,6 @@ class PostgresSink:
     returns once it is flushed to the write-ahead log.
     """
 
-    # the keys of the records it reads besides the lines (see records.record_keys_of())
-    record_keys = (*_NAMES, "ts")
-
     def __init__(self, url: str, *, durable: bool = False, connect_timeout: float = 10.0) -> None:
         self.url = url
         self.durable = durable

@@ -249,7 +249,6 @@ def main(argv: list[str]) -> int:
         RecordPolicy,
         Redactor,
         parse_sinks,
-        record_keys_of,
         record_lines,
     )
 
@@ -282,8 +281,6 @@ def main(argv: list[str]) -> int:
         replica=config["replica"],
     )
     app = config["app"]
-    # what the sinks read of the records besides the lines: the rest need not be built
-    record_keys = record_keys_of(sinks)
     for sink in sinks:
         try:
             sink.open()
@@ -324,7 +321,7 @@ def main(argv: list[str]) -> int:
             unbuilt.append([])
             for position, item in enumerate(batch):
                 try:
-                    lines.extend(record_lines(item, app, policy, record_keys=record_keys))
+                    lines.extend(record_lines(item, app, policy))
                 except Exception:
                     logger.exception("could not build an audit record")
                     unbuilt[-1].append(position)

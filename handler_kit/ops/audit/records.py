@@ -15,7 +15,7 @@ server or of the handler models: the writer process stays small and starts fast.
   subject; never the token);
 - from the hook input, only identifiers: ``event`` (hook_event_name), ``tool_name``,
   ``session_id``, ``turn_id``, ``tool_use_id``, ``agent_id``;
-- ``idempotency_key`` (see :func:`idempotency_key`), ``trace_id``, ``span_id``,
+- ``idempotency_key`` (see :func:`handler_kit.ops.keys.idempotency_key`), ``trace_id``, ``span_id``,
   ``parent_span_id`` (from the incoming W3C ``traceparent`` when sent, else new);
 - ``status`` (ok / error / timeout / fail_closed / loop_guarded), ``decision``, ``reason``,
   ``latency_ms``, ``output`` (the Claude Code JSON answered, redacted as below).
@@ -65,6 +65,12 @@ from pydantic_core import PydanticSerializationError, from_json, to_json
 
 from handler_kit.config import AuditSink
 from handler_kit.core.names import Status
+
+# the key helpers lived here before ops/keys.py: importable from here still
+from handler_kit.ops.keys import SCOPE_FIELDS as SCOPE_FIELDS
+from handler_kit.ops.keys import input_digest_of as input_digest_of
+from handler_kit.ops.keys import make_key as make_key
+from handler_kit.ops.keys import scope_of
 
 SCHEMA_VERSION = 1
 REDACTED = "[REDACTED]"
@@ -130,8 +136,6 @@ _KEPT = frozenset({int, float, bool, type(None)})
 # random part of its event id (10), then a span id and an event id's part per invocation.
 _ID_BYTES = 16 + 8 + 10
 _INVOCATION_ID_BYTES = 8 + 10
-_ONE_HANDLER_ID_BYTES = _ID_BYTES + _INVOCATION_ID_BYTES
-_ONE_HANDLER_ID_BITS = _ONE_HANDLER_ID_BYTES * 8
 _ZERO_TRACE, _ONE_TRACE = f"{0:032x}", f"{1:032x}"
 _ZERO_SPAN, _ONE_SPAN = f"{0:016x}", f"{1:016x}"
 getrandbits = random.getrandbits
@@ -168,31 +172,6 @@ def parse_traceparent(value: str | None) -> tuple[str, str] | None:
     return trace_id, span_id
 
 
-def input_digest_of(input_json: str) -> str:
-    """The digest of a hook input serialized as received (nulls dropped): the same body gives
-    the same digest in every worker and replica. Key order counts, so an input whose keys come
-    in another order is another call: the safe direction (an idempotent handler runs again)."""
-    return hashlib.sha256(input_json.encode()).hexdigest()[:16]
-
-
-SCOPE_FIELDS = ("tool_use_id", "turn_id", "prompt_id", "session_id")
-
-
-def scope_of(values: dict[str, Any]) -> str:
-    """The most specific identifier of a call: tool_use_id, then turn_id, prompt_id,
-    session_id (``kind=value``), or ``-`` when the input has none."""
-    for name in SCOPE_FIELDS:
-        value = values.get(name)
-        if isinstance(value, str) and value:
-            return f"{name}={value}"
-    return "-"
-
-
-def make_key(scope: str, event: str, handler: str | None, digest: str) -> str:
-    """``scope:event:handler:digest``; ``handler`` None (``*``) is the answer's key."""
-    return f"{scope}:{event}:{handler or '*'}:{digest}"
-
-
 # -- redaction ----------------------------------------------------------------------------
 
 
@@ -223,8 +202,6 @@ class Redactor:
         # The same short strings (reasons, tool names, ids) and keys come back on every call.
         self._texts: dict[str, str] = {}
         self._keys: dict[str, bool] = {}
-        # values recorded as identifiers or reasons, as written in a line (see quoted())
-        self._quoted: dict[Any, str] = {}
 
     def _path_redacted(self, path: tuple[str, ...]) -> bool:
         for pattern in self.paths:
@@ -253,22 +230,6 @@ class Redactor:
                 self._texts.clear()
             self._texts[original] = value
         return value
-
-    def quoted(self, value: Any) -> str:
-        """How ``value``, recorded as an identifier or a reason, is written in a JSON line:
-        redacted as :meth:`text` does and between quotes (null unless a string), or "" when
-        that needs an escape (the general path writes it then). Cached, as :meth:`text` is."""
-        if isinstance(value, str):
-            text = self.text(value)
-            written = f'"{text}"' if _plain(text) else ""
-            if len(value) > 200:
-                return written
-        else:
-            written = "null"
-        if len(self._quoted) >= 4096:
-            self._quoted.clear()
-        self._quoted[value] = written
-        return written
 
     def secret_key(self, key: str) -> bool:
         """True when values under ``key`` are never written (cached: keys repeat)."""
@@ -400,9 +361,6 @@ class Redactor:
 # -- records ------------------------------------------------------------------------------
 
 
-# -- records ------------------------------------------------------------------------------
-
-
 class Capture(NamedTuple):
     """One answer as plain values: all the records need, cheap to copy and to pickle.
 
@@ -447,7 +405,6 @@ def default_replica() -> str:
 
 
 _OK: str = Status.OK.value  # a plain string: what pydantic-core writes fastest
-_OK_TEXT = f'"{_OK}"'
 # worst first: an answer's status is the worst of its handlers'
 _STATUS_RANK: dict[str, int] = {
     Status.FAIL_CLOSED: 5,
@@ -476,7 +433,7 @@ def output_decision(output: dict[str, Any]) -> tuple[str | None, str | None]:
 
 def worst_status(statuses: Iterable[str]) -> str:
     """An answer's status: the most severe of its invocations' (fail_closed first)."""
-    best: str = Status.OK
+    best = _OK
     for status in statuses:
         if _STATUS_RANK.get(status, 0) > _STATUS_RANK[best]:
             best = status
@@ -573,22 +530,8 @@ ANSWER_KEYS = (
     "output",
 )
 _TEMPLATES: dict[tuple[Any, ...], tuple[dict[str, Any], dict[str, Any]]] = {}
-# The fields of a record that hold a scalar (all but ``output``, ``input`` and ``handlers``):
-# what a sink copies into columns.
-SCALAR_KEYS = frozenset(INVOCATION_KEYS + ANSWER_KEYS) - {"output", "input", "handlers"}
-
-
-def record_keys_of(sinks: Iterable[Any]) -> frozenset[str] | None:
-    """The keys of the records ``sinks`` read (each sink's ``record_keys``; the JSON line
-    aside), or None when one may read any (no ``record_keys``) or reads one not in
-    :data:`SCALAR_KEYS`: what :func:`record_lines` is given."""
-    keys: set[str] = set()
-    for sink in sinks:
-        read = getattr(sink, "record_keys", None)
-        if read is None:
-            return None
-        keys.update(read)
-    return frozenset(keys) if keys <= SCALAR_KEYS else None
+# The identifiers copied from the hook input onto every record.
+_COPIED = ("tool_name", *ID_FIELDS)
 
 
 def _templates(
@@ -610,39 +553,13 @@ def _templates(
 
 
 def records(capture: Capture, app: str, policy: RecordPolicy) -> list[dict[str, Any]]:
-    """The invocation records and the answer record (last) of one captured answer.
+    """The invocation records (in order) and the answer record (last) of one captured answer.
 
-    ``capture`` may be a plain tuple of the :class:`Capture` fields, as it comes off the pipe.
+    The one record builder: every record is a copy of its writer's template with the fields of
+    this answer set, each recorded value redacted once (a one-handler answer's output is the
+    answer's, redacted once for both records). ``capture`` may be a plain tuple of the
+    :class:`Capture` fields, as it comes off the pipe.
     """
-    return _build(capture, app, policy)
-
-
-def record_lines(
-    capture: Capture,
-    app: str,
-    policy: RecordPolicy,
-    *,
-    record_keys: frozenset[str] | None = None,
-) -> list[tuple[dict[str, Any], str]]:
-    """``serialize(records(capture, app, policy))``: the records of one answer and their JSON
-    lines, what the sinks write.
-
-    ``record_keys``: the keys of the records the sinks read (:func:`record_keys_of`), when
-    they are keys of :data:`SCALAR_KEYS`: a record may then hold only those fields (none, for
-    sinks that write only the lines), which spares building the rest. The lines are the
-    same."""
-    if record_keys is not None and len(capture[9]) == 1:
-        joined = _joined_lines(capture, app, policy, bool(record_keys))
-        if joined is not None:
-            return joined
-    built = _build(capture, app, policy)
-    try:
-        return [(record, to_json(record, fallback=str).decode()) for record in built]
-    except PydanticSerializationError:
-        return serialize(built)  # what only writable() makes writable (a lone surrogate)
-
-
-def _build(capture: Capture, app: str, policy: RecordPolicy) -> list[dict[str, Any]]:
     (
         end_ns,
         transport,
@@ -658,485 +575,138 @@ def _build(capture: Capture, app: str, policy: RecordPolicy) -> list[dict[str, A
     ) = capture
     redactor = policy.redactor
     text = redactor.text
-    texts = redactor._texts
     try:
         data = from_json(input_text)
     except ValueError:  # what only the standard library reads (a lone surrogate's escape)
         data = json.loads(input_text)
-    digest = _sha256(input_text.encode()).hexdigest()[:16]
     get = data.get
-    scope = "-"
-    for key in SCOPE_FIELDS:
-        value = get(key)
-        if isinstance(value, str) and value:
-            scope = f"{key}={value}"
-            break
-    if trace is not None:
-        trace_id, answer_span, parent_span, span_ids, answer_id, event_ids = trace
-    else:
-        # every random id of the answer from one draw, cut into its ids
-        parent_span = None
-        size = _ID_BYTES + len(invocations) * _INVOCATION_ID_BYTES
-        drawn = getrandbits(size * 8).to_bytes(size, "big").hex()
-        parsed = parse_traceparent(traceparent) if traceparent else None
-        if parsed is not None:
-            trace_id, answer_span = parsed
-        else:
-            trace_id = drawn[:32]
-            answer_span = drawn[32:48]
-            if trace_id == _ZERO_TRACE:
-                trace_id = _ONE_TRACE
-            if answer_span == _ZERO_SPAN:
-                answer_span = _ONE_SPAN
-        stamp = event_stamp()
-        answer_id = stamp + drawn[48:68]
-        span_ids = []
-        event_ids = []
-        for at in range(68, size * 2, 36):
-            span = drawn[at : at + 16]
-            span_ids.append(_ONE_SPAN if span == _ZERO_SPAN else span)
-            event_ids.append(stamp + drawn[at + 16 : at + 36])
-    seconds, rest = divmod(end_ns, 1_000_000_000)
-    last = _second[0]
-    time_text = last[1] + _MILLIS[rest // 1_000_000] if last[0] == seconds else iso_time(end_ns)
+    key = f"{scope_of(data)}:{name}:"
+    digest = _sha256(input_text.encode()).hexdigest()[:16]
+    if trace is None:
+        trace = _new_ids(traceparent, len(invocations))
+    trace_id, answer_span, parent_span, span_ids, answer_id, event_ids = trace
     ts = end_ns / 1e9
+    # what every record of the answer says the same way, set in one update per record
+    common = {
+        "time": iso_time(end_ns),
+        "ts": ts,
+        "transport": transport,
+        "pid": pid,
+        "principal": principal,
+        "event": name,
+        "trace_id": trace_id,
+    }
+    texts = redactor._texts  # what text() gives for a string seen before (ids repeat)
+    for field_name in _COPIED:
+        value = get(field_name)
+        if type(value) is str:
+            common[field_name] = texts.get(value) or text(value)
+        else:
+            common[field_name] = text(value) if isinstance(value, str) else None
     templates = _TEMPLATES.get((app, policy.app_version, policy.replica))
     if templates is None:
         templates = _templates(app, policy.app_version, policy.replica)
-    # the identifiers copied onto every record (ID_FIELDS), redacted as any recorded string
-    # (the redactor caches them: the same ids come back on every call)
-    ids: list[str | None] = []
-    for value in (
-        get("tool_name"),
-        get("session_id"),
-        get("turn_id"),
-        get("tool_use_id"),
-        get("agent_id"),
-    ):
-        if type(value) is str:
-            found = texts.get(value)
-            ids.append(found if found is not None else text(value))
-        else:
-            ids.append(text(value) if isinstance(value, str) else None)
-    tool_name, session_id, turn_id, tool_use_id, agent_id = ids
+    invocation_template, answer_template = templates
     out: list[dict[str, Any]] = []
-    redacted_answer_output = None
+    answer_recorded = None
     latency_max = 0.0
-    worst = _OK
-    rank = 1
-    handlers = []
-    template = templates[0]
     for index, (handler, status, decision, reason, error, latency, output, replayed) in enumerate(
         invocations
     ):
         recorded = redactor.output(output) if output else output
         if output is answer_output:
-            redacted_answer_output = recorded
+            answer_recorded = recorded
         latency = round(latency, 3)
-        # the answer's latency: the longest of its handlers' (rounding keeps the order)
-        if latency > latency_max or index == 0:
+        if index == 0 or latency > latency_max:  # the answer's: its slowest handler's
             latency_max = latency
-        if _STATUS_RANK.get(status, 0) > rank:
-            worst, rank = status, _STATUS_RANK[status]
-        handlers.append(handler)
-        if type(reason) is str:
-            found = texts.get(reason)
-            reason = found if found is not None else text(reason)
-        elif reason is not None:
-            reason = text(reason) if isinstance(reason, str) else None
-        if error is not None:
-            error = text(error) if isinstance(error, str) else None
-        record = template.copy()
+        record = invocation_template.copy()
+        record.update(common)
         record["event_id"] = event_ids[index]
         record["answer_id"] = answer_id
-        record["time"] = time_text
-        record["ts"] = ts
-        record["transport"] = transport
-        record["pid"] = pid
-        record["principal"] = principal
-        record["event"] = name
-        record["tool_name"] = tool_name
-        record["session_id"] = session_id
-        record["turn_id"] = turn_id
-        record["tool_use_id"] = tool_use_id
-        record["agent_id"] = agent_id
         record["handler"] = handler
-        record["idempotency_key"] = f"{scope}:{name}:{handler or '*'}:{digest}"
-        record["trace_id"] = trace_id
+        record["idempotency_key"] = f"{key}{handler or '*'}:{digest}"
         record["span_id"] = span_ids[index]
         record["parent_span_id"] = answer_span
         record["status"] = status
         record["decision"] = decision
-        record["reason"] = reason
-        record["error"] = error
+        record["reason"] = text(reason) if isinstance(reason, str) else None
+        record["error"] = text(error) if isinstance(error, str) else None
         record["latency_ms"] = latency
         record["replayed"] = replayed
         record["output"] = recorded
         out.append(record)
     decision, reason = output_decision(answer_output)
-    reason = text(reason) if isinstance(reason, str) else None
-    recorded_input: dict[str, Any] = {}
-    if policy.tool_input:
-        tool_input = get("tool_input")
-        if tool_input is not None:
-            recorded_input["tool_input"] = (
-                redactor.value(tool_input, ("tool_input",))
-                if redactor.paths
-                else redactor._walk(tool_input, 1)
-            )
-    if policy.text:
-        for key in ("prompt", "last_assistant_message"):
-            if get(key) is not None:
-                recorded_input[key] = redactor.value(data[key], (key,))
-    record = templates[1].copy()
+    record = answer_template.copy()
+    record.update(common)
     record["event_id"] = answer_id
-    record["time"] = time_text
-    record["ts"] = ts
-    record["transport"] = transport
-    record["pid"] = pid
-    record["principal"] = principal
-    record["event"] = name
-    record["tool_name"] = tool_name
-    record["session_id"] = session_id
-    record["turn_id"] = turn_id
-    record["tool_use_id"] = tool_use_id
-    record["agent_id"] = agent_id
-    record["handlers"] = handlers
-    record["idempotency_key"] = f"{scope}:{name}:*:{digest}"
-    record["trace_id"] = trace_id
+    record["handlers"] = [invocation[0] for invocation in invocations]
+    record["idempotency_key"] = f"{key}*:{digest}"
     record["span_id"] = answer_span
     record["parent_span_id"] = parent_span
-    record["status"] = worst
+    record["status"] = worst_status([invocation[1] for invocation in invocations])
     record["failed"] = failed
     record["decision"] = decision
-    record["reason"] = reason
+    record["reason"] = text(reason) if isinstance(reason, str) else None
     record["latency_ms"] = latency_max
-    record["input"] = recorded_input
+    record["input"] = _recorded_input(data, policy)
     record["output"] = (
-        redacted_answer_output
-        if redacted_answer_output is not None
-        else redactor.output(answer_output)
+        answer_recorded if answer_recorded is not None else redactor.output(answer_output)
     )
     out.append(record)
     return out
 
 
-# -- the lines of a one-handler answer, joined from pieces --------------------------------
-#
-# Most answers come from one handler, and most of what their two lines hold is plain: ids and
-# times made here, the writer's constants, identifiers from the input. pydantic-core writes a
-# record's item for about the cost of a Python step, so a whole record written by it costs an
-# item per key (each key escaped anew), after a dict of 30 keys built item by item. Here the
-# lines are joined from pieces instead: keys and the writer's constants written once, strings
-# that need no escape written between quotes as they are (each string's written form cached:
-# the same identifiers, reasons and names come back), the part both records share joined
-# once, and the rest (the two numbers, the recorded input, the output) written by pydantic-core
-# in two calls. The records then hold only what the sinks read besides the lines (their
-# scalar fields, or nothing). Anything else (several handlers, a string that needs an escape,
-# a value of another type, what pydantic-core refuses) takes the general path; the lines and
-# fields are the same either way (tests/ops/test_audit_records_equivalence.py).
-
-# What a JSON string never holds as it is: an ASCII string without these bytes is written
-# between quotes unchanged (any other string is checked by _NEEDS_ESCAPE).
-_ESCAPED_BYTES = bytes(range(0x20)) + b'"\\'
-_NEEDS_ESCAPE = re.compile('[\x00-\x1f"\\\\\ud800-\udfff]')
-# per writer: what comes between "ts" and "transport": ,"app":..,"app_version":..,"replica":..,
-_CONSTANTS: dict[tuple[Any, ...], str] = {}
-
-
-def _constants(app: str, app_version: str | None, replica: str | None) -> str:
-    written = to_json(
-        {"app": app, "app_version": app_version, "replica": replica}, fallback=str
-    ).decode()
-    constants = f",{written[1:-1]},"
-    if len(_CONSTANTS) >= 64:
-        _CONSTANTS.clear()
-    _CONSTANTS[(app, app_version, replica)] = constants
-    return constants
-
-
-def _plain(text: str) -> bool:
-    """True when ``text`` is written between quotes as it is."""
-    if text.isascii():
-        return len(text.encode().translate(None, _ESCAPED_BYTES)) == len(text)
-    return _NEEDS_ESCAPE.search(text) is None
-
-
-# Strings written as they are (no redaction: the status, the handler, the event's name...)
-# between quotes, ``null`` for None; by value, as they repeat.
-_AS_IS: dict[Any, str] = {None: "null"}
-
-
-def _as_is(value: Any) -> str:
-    """``value`` written: between quotes, or "" when it is no string or needs an escape (the
-    general path writes it)."""
-    if type(value) is not str or not _plain(value):
-        return ""
-    written = f'"{value}"'
-    if len(value) <= 200:
-        if len(_AS_IS) >= 4096:
-            _AS_IS.clear()
-            _AS_IS[None] = "null"
-        _AS_IS[value] = written
-    return written
-
-
-def _joined_lines(
-    capture: Capture, app: str, policy: RecordPolicy, scalars: bool
-) -> list[tuple[dict[str, Any], str]] | None:
-    """The records of a one-handler answer whose plain values need no escape and their
-    lines, as :func:`record_lines` writes them, each record holding only its scalar fields
-    (``scalars``) or nothing; else None (the general path writes them)."""
-    (
-        end_ns,
-        transport,
-        principal,
-        traceparent,
-        pid,
-        name,
-        input_text,
-        answer_output,
-        failed,
-        invocations,
-        trace,
-    ) = capture
-    ((handler, status, decision, reason, error, latency, output, replayed),) = invocations
-    if type(pid) is not int or type(failed) is not bool or type(replayed) is not bool:
-        return None
-    try:
-        data = from_json(input_text)
-    except ValueError:  # what only the standard library reads (a lone surrogate's escape)
-        return None
-    get = data.get
-    scope = "-"
-    for key in SCOPE_FIELDS:
-        value = get(key)
-        if isinstance(value, str) and value:
-            scope = f"{key}={value}"
-            break
-    answer_decision, answer_reason = output_decision(answer_output)
-    redactor = policy.redactor
-    cached = redactor._quoted.get
-    quoted = redactor.quoted
-    try:
-        # recorded as the general path records them (redacted; null unless a string), and
-        # written; "" when that needs an escape
-        tool_name = cached(get("tool_name")) or quoted(get("tool_name"))
-        session_id = cached(get("session_id")) or quoted(get("session_id"))
-        turn_id = cached(get("turn_id")) or quoted(get("turn_id"))
-        tool_use_id = cached(get("tool_use_id")) or quoted(get("tool_use_id"))
-        agent_id = cached(get("agent_id")) or quoted(get("agent_id"))
-        reason = cached(reason) or quoted(reason)
-        error = cached(error) or quoted(error)
-        answer_reason = cached(answer_reason) or quoted(answer_reason)
-        # written as they are
-        as_is = _AS_IS.get
-        transport_text = as_is(transport) or _as_is(transport)
-        principal_text = as_is(principal) or _as_is(principal)
-        handler_text = as_is(handler) or _as_is(handler)
-        status_text = as_is(status) or _as_is(status)
-        name_text = as_is(name) or _as_is(name)
-        decision_text = as_is(decision) or _as_is(decision)
-        answer_decision_text = as_is(answer_decision) or _as_is(answer_decision)
-    except TypeError:  # an unhashable value (an identifier that is an object, say)
-        return None
-    if not (
-        tool_name
-        and session_id
-        and turn_id
-        and tool_use_id
-        and agent_id
-        and reason
-        and error
-        and answer_reason
-        and transport_text
-        and principal_text
-        and handler_text
-        and handler_text != "null"
-        and handler
-        and status_text
-        and status_text != "null"
-        and name_text
-        and name_text != "null"
-        and decision_text
-        and answer_decision_text
-        and (scope == "-" or _plain(scope))
-    ):
-        return None
-    if trace is None:
-        # every random id from one draw, cut into its ids (as _build() does)
-        drawn = getrandbits(_ONE_HANDLER_ID_BITS).to_bytes(_ONE_HANDLER_ID_BYTES, "big").hex()
-        parsed = parse_traceparent(traceparent) if traceparent else None
-        if parsed is not None:
-            trace_id, answer_span = parsed
-        else:
-            trace_id = drawn[:32]
-            answer_span = drawn[32:48]
-            if trace_id == _ZERO_TRACE:
-                trace_id = _ONE_TRACE
-            if answer_span == _ZERO_SPAN:
-                answer_span = _ONE_SPAN
-        stamp = event_stamp()
-        answer_id = stamp + drawn[48:68]
-        span_id = drawn[68:84]
-        if span_id == _ZERO_SPAN:
-            span_id = _ONE_SPAN
-        event_id = stamp + drawn[84:104]
-        parent_span = None
-        parent_span_text = "null"
+def _new_ids(traceparent: str | None, handlers: int) -> tuple[Any, ...]:
+    """An answer's ids when no tracer gave them (in the order of :attr:`Capture.trace`), all
+    cut from one draw of random bits. A valid ``traceparent`` gives the trace id and the answer
+    span's id (the answer then has no parent span of its own)."""
+    size = _ID_BYTES + handlers * _INVOCATION_ID_BYTES
+    drawn = getrandbits(size * 8).to_bytes(size, "big").hex()
+    parsed = parse_traceparent(traceparent) if traceparent else None
+    if parsed is not None:
+        trace_id, answer_span = parsed
     else:
-        trace_id, answer_span, parent_span, span_ids, answer_id, event_ids = trace
-        if (
-            len(span_ids) != 1
-            or len(event_ids) != 1
-            or not all(
-                type(value) is str
-                for value in (trace_id, answer_span, *span_ids, answer_id, *event_ids)
-            )
-            or not _plain(f"{trace_id}{answer_span}{span_ids[0]}{answer_id}{event_ids[0]}")
-        ):
-            return None
-        (span_id,) = span_ids
-        (event_id,) = event_ids
-        parent_span_text = as_is(parent_span) or _as_is(parent_span)
-        if not parent_span_text:
-            return None
-    recorded_output = redactor.output(output) if output else output
-    ts = end_ns / 1e9
-    latency = round(latency, 3)
-    answer_recorded = recorded_output if output is answer_output else redactor.output(answer_output)
-    recorded_input: dict[str, Any] = {}
+        trace_id = drawn[:32]
+        answer_span = drawn[32:48]
+        if trace_id == _ZERO_TRACE:
+            trace_id = _ONE_TRACE
+        if answer_span == _ZERO_SPAN:
+            answer_span = _ONE_SPAN
+    stamp = event_stamp()
+    span_ids = []
+    event_ids = []
+    for at in range(68, size * 2, 36):
+        span = drawn[at : at + 16]
+        span_ids.append(_ONE_SPAN if span == _ZERO_SPAN else span)
+        event_ids.append(stamp + drawn[at + 16 : at + 36])
+    return trace_id, answer_span, None, span_ids, stamp + drawn[48:68], event_ids
+
+
+def _recorded_input(data: dict[str, Any], policy: RecordPolicy) -> dict[str, Any]:
+    """What an answer record keeps of the hook input: ``tool_input`` (unless turned off) and,
+    with ``text``, the prompt and the last assistant message; redacted."""
+    redactor = policy.redactor
+    recorded: dict[str, Any] = {}
     if policy.tool_input:
-        tool_input = get("tool_input")
+        tool_input = data.get("tool_input")
         if tool_input is not None:
-            recorded_input["tool_input"] = (
-                redactor.value(tool_input, ("tool_input",))
-                if redactor.paths
-                else redactor._walk(tool_input, 1)
-            )
+            recorded["tool_input"] = redactor.value(tool_input, ("tool_input",))
     if policy.text:
         for key in ("prompt", "last_assistant_message"):
-            if get(key) is not None:
-                recorded_input[key] = redactor.value(data[key], (key,))
+            if data.get(key) is not None:
+                recorded[key] = redactor.value(data[key], (key,))
+    return recorded
+
+
+def record_lines(
+    capture: Capture, app: str, policy: RecordPolicy
+) -> list[tuple[dict[str, Any], str]]:
+    """The records of one answer and their JSON lines: what the sinks write."""
+    built = records(capture, app, policy)
     try:
-        # the two numbers and the input in one call, cut at the commas after the numbers
-        # (neither number's text holds a comma)
-        ts_text, latency_text, input_written = (
-            to_json((ts, latency, recorded_input), fallback=str).decode()[1:-1].split(",", 2)
-        )
-        output_written = to_json(recorded_output, fallback=str).decode()
-        answer_output_written = (
-            output_written
-            if answer_recorded is recorded_output
-            else to_json(answer_recorded, fallback=str).decode()
-        )
+        return [(record, to_json(record, fallback=str).decode()) for record in built]
     except PydanticSerializationError:
-        return None  # what only writable() makes writable (a lone surrogate)
-    digest = _sha256(input_text.encode()).hexdigest()[:16]
-    constants = _CONSTANTS.get((app, policy.app_version, policy.replica))
-    if constants is None:
-        constants = _constants(app, policy.app_version, policy.replica)
-    seconds, rest = divmod(end_ns, 1_000_000_000)
-    last = _second[0]
-    time_text = last[1] + _MILLIS[rest // 1_000_000] if last[0] == seconds else iso_time(end_ns)
-    worst = status_text if _STATUS_RANK.get(status, 0) > 1 else _OK_TEXT
-    # from "time" to "handler": the same in both records
-    shared = (
-        f'"time":"{time_text}","ts":{ts_text}{constants}"transport":{transport_text},'
-        f'"pid":{pid},"principal":{principal_text},"event":{name_text},"tool_name":{tool_name},'
-        f'"session_id":{session_id},"turn_id":{turn_id},"tool_use_id":{tool_use_id},'
-        f'"agent_id":{agent_id},"handler":'
-    )
-    invocation_key = f"{scope}:{name}:{handler}:{digest}"
-    answer_key = f"{scope}:{name}:*:{digest}"
-    invocation_line = (
-        f'{{"schema_version":{SCHEMA_VERSION},"kind":"invocation","event_id":"{event_id}",'
-        f'"answer_id":"{answer_id}",{shared}{handler_text},'
-        f'"idempotency_key":"{invocation_key}","trace_id":"{trace_id}",'
-        f'"span_id":"{span_id}","parent_span_id":"{answer_span}","status":{status_text},'
-        f'"decision":{decision_text},"reason":{reason},"error":{error},'
-        f'"latency_ms":{latency_text},"replayed":{"true" if replayed else "false"},'
-        f'"output":{output_written}}}'
-    )
-    answer_line = (
-        f'{{"schema_version":{SCHEMA_VERSION},"kind":"answer","event_id":"{answer_id}",'
-        f'{shared}null,"handlers":[{handler_text}],'
-        f'"idempotency_key":"{answer_key}","trace_id":"{trace_id}",'
-        f'"span_id":"{answer_span}","parent_span_id":{parent_span_text},"status":{worst},'
-        f'"failed":{"true" if failed else "false"},"decision":{answer_decision_text},'
-        f'"reason":{answer_reason},"latency_ms":{latency_text},"input":{input_written},'
-        f'"output":{answer_output_written}}}'
-    )
-    if not scalars:
-        return [({}, invocation_line), ({}, answer_line)]
-    # the recorded strings, from their written form (plain: between quotes as they are)
-    tool_name_value = None if tool_name == "null" else tool_name[1:-1]
-    session_id_value = None if session_id == "null" else session_id[1:-1]
-    turn_id_value = None if turn_id == "null" else turn_id[1:-1]
-    tool_use_id_value = None if tool_use_id == "null" else tool_use_id[1:-1]
-    agent_id_value = None if agent_id == "null" else agent_id[1:-1]
-    version, replica = policy.app_version, policy.replica
-    invocation = {
-        "schema_version": SCHEMA_VERSION,
-        "kind": "invocation",
-        "event_id": event_id,
-        "answer_id": answer_id,
-        "time": time_text,
-        "ts": ts,
-        "app": app,
-        "app_version": version,
-        "replica": replica,
-        "transport": transport,
-        "pid": pid,
-        "principal": principal,
-        "event": name,
-        "tool_name": tool_name_value,
-        "session_id": session_id_value,
-        "turn_id": turn_id_value,
-        "tool_use_id": tool_use_id_value,
-        "agent_id": agent_id_value,
-        "handler": handler,
-        "idempotency_key": invocation_key,
-        "trace_id": trace_id,
-        "span_id": span_id,
-        "parent_span_id": answer_span,
-        "status": status,
-        "decision": decision,
-        "reason": None if reason == "null" else reason[1:-1],
-        "error": None if error == "null" else error[1:-1],
-        "latency_ms": latency,
-        "replayed": replayed,
-    }
-    answer = {
-        "schema_version": SCHEMA_VERSION,
-        "kind": "answer",
-        "event_id": answer_id,
-        "time": time_text,
-        "ts": ts,
-        "app": app,
-        "app_version": version,
-        "replica": replica,
-        "transport": transport,
-        "pid": pid,
-        "principal": principal,
-        "event": name,
-        "tool_name": tool_name_value,
-        "session_id": session_id_value,
-        "turn_id": turn_id_value,
-        "tool_use_id": tool_use_id_value,
-        "agent_id": agent_id_value,
-        "handler": None,
-        "idempotency_key": answer_key,
-        "trace_id": trace_id,
-        "span_id": answer_span,
-        "parent_span_id": parent_span,
-        "status": status if _STATUS_RANK.get(status, 0) > 1 else _OK,
-        "failed": failed,
-        "decision": answer_decision,
-        "reason": None if answer_reason == "null" else answer_reason[1:-1],
-        "latency_ms": latency,
-    }
-    return [(invocation, invocation_line), (answer, answer_line)]
+        return serialize(built)  # what only writable() makes writable (a lone surrogate)
 
 
 def serialize(built: Iterable[dict[str, Any]]) -> list[tuple[dict[str, Any], str]]:
@@ -1197,9 +767,6 @@ class JsonLinesSink:
     which is enough to survive a ``kill -9`` of the server; the fsync is for a machine crash.
     stdout and stderr cannot be made durable (what reads them decides): refused.
     """
-
-    # the keys of the records it reads: none, it writes the lines (see record_keys_of())
-    record_keys: tuple[str, ...] = ()
 
     def __init__(self, target: str, *, durable: bool = False) -> None:
         self.target = target

@@ -100,9 +100,6 @@ class SQLiteSink:
     batch, whatever its size, is what group commit pays for.
     """
 
-    # the keys of the records it reads besides the lines (see records.record_keys_of())
-    record_keys = COLUMNS
-
     def __init__(self, path: str, *, durable: bool = False) -> None:
         self.path = path
         self.durable = durable

@@ -51,36 +51,43 @@ from __future__ import annotations
 import atexit
 import collections
 import contextlib
-import hashlib
-import heapq
-import json
 import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic_core import PydanticSerializationError
-
 from handler_kit.config import AuditSink
-from handler_kit.core.outputs import SAFE_DECISIONS
-from handler_kit.core.vocabulary import Status, fail_closed_notice, one_line
+from handler_kit.core.vocabulary import one_line
+from handler_kit.ops.audit.capture import (
+    Observed,
+    TraceIds,
+    answer_status,
+    build_records,
+    capture,
+    deadline_left,
+    invocation_decision,
+)
+from handler_kit.ops.audit.durable import (
+    PROBE_INTERVAL,
+    Channel,
+    Pending,
+    acknowledge,
+    running_loop,
+    running_loop_or_none,
+)
 from handler_kit.ops.audit.records import (
     DEFAULT_MAX_CHARS,
     ID_FIELDS,
     REDACTED,
     SCHEMA_VERSION,
-    SCOPE_FIELDS,
     SECRET_KEY_PATTERN,
     SECRET_VALUE_PATTERN,
     Capture,
     JsonLinesSink,
     RecordPolicy,
     Redactor,
-    cut_deep,
     iso_time,
-    make_key,
     new_event_id,
     new_span_id,
     new_trace_id,
@@ -88,23 +95,17 @@ from handler_kit.ops.audit.records import (
     parse_sinks,
     parse_traceparent,
     records,
-    scope_of,
     serialize,
-    worst_status,
 )
+from handler_kit.ops.keys import idempotency_key, input_digest, input_json
 
 if TYPE_CHECKING:
     import asyncio
-    from typing import TypeAlias
 
-    from handler_kit.core.events import HookEvent
-    from handler_kit.core.vocabulary import Answer, Invocation
+    from handler_kit.ops.audit.capture import Ack
     from handler_kit.ops.audit.process import AuditProcess
 
-    # What :meth:`AuditTrail.submit` returns in durable mode: a future the writer thread
-    # resolves (True once committed), or the outcome itself when it is known at once (a
-    # command hook's synchronous write, a closed trail, a full queue).
-    Ack: TypeAlias = asyncio.Future[bool] | bool
+# the names this module held before keys, capture and durable commit had modules of their own
 __all__ = [
     "DEFAULT_MAX_CHARS",
     "ID_FIELDS",
@@ -120,10 +121,14 @@ __all__ = [
     "RecordPolicy",
     "Redactor",
     "TraceIds",
+    "answer_status",
     "build_records",
     "capture",
+    "deadline_left",
     "idempotency_key",
     "input_digest",
+    "input_json",
+    "invocation_decision",
     "iso_time",
     "new_event_id",
     "new_span_id",
@@ -131,6 +136,7 @@ __all__ = [
     "output_decision",
     "parse_sinks",
     "parse_traceparent",
+    "records",
 ]
 
 logger = logging.getLogger("handler_kit.audit")
@@ -140,567 +146,12 @@ BATCH_SIZE = 64  # answers per send: each send (a write to a pipe) lets the even
 # Seconds between two warnings about dropped records: a stalled sink drops every answer, and a
 # line per answer would bury the log (and cost the event loop a write each).
 DROP_LOG_INTERVAL = 10.0
-# Durable mode: seconds between two probes of sinks that are down, so a server with no traffic
-# (a load balancer stops sending it any while it is not ready) finds them back up.
-PROBE_INTERVAL = 0.5
 # Durable mode: seconds the server's start-up waits for the first probe of the sinks (past it,
 # the server starts not ready, and the probe's outcome makes it ready or not later)
 START_PROBE_WAIT = 5.0
-# Durable mode: answers of one event-loop turn that go to the writer process at once, so it
-# builds their records while the loop answers the rest of the turn; each next frame of the
-# turn is twice as large (a busy turn costs a few frames, not one per few answers).
-FIRST_FRAME = 4
-# how early the event loop may run a timer (it runs those due within its clock's resolution)
-_CLOCK_RESOLUTION = time.get_clock_info("monotonic").resolution
-
-
-# -- keys ---------------------------------------------------------------------------------
-
-_REPLACEMENT = "\ufffd".encode()
-# A status as it is recorded: its text (a plain string pickles and serializes without a call
-# into the enum's Python code).
-_STATUS_TEXT: dict[Any, str] = {status: status.value for status in Status}
-_new_tuple = tuple.__new__
-
-
-def input_json(event: HookEvent) -> str:
-    """The hook input as JSON, nulls dropped: what the audit trail records and digests.
-
-    pydantic-core writes it, except what it refuses: a lone surrogate (``"\\ud800"``, which
-    JSON can escape and UTF-8 cannot hold) or values nested deeper than it writes (an MCP
-    argument is not held to the input depth limit). The standard library writes those, the
-    surrogate as its escape, the nesting cut at
-    :data:`~handler_kit.ops.audit.records.MAX_RECORD_DEPTH`: such an input is recorded too.
-    """
-    try:
-        # model_dump_json() without its frame: the same serializer, the same defaults
-        data = event.__pydantic_serializer__.to_json(event, exclude_none=True)
-    except PydanticSerializationError:
-        pass
-    else:
-        # pydantic-core writes a lone surrogate in a key as U+FFFDs, one per UTF-8 byte, where
-        # in a value it refuses it: such an input is written as the others are (an ASCII
-        # text, the usual one, holds none: isascii() reads it a word at a time)
-        if data.isascii() or _REPLACEMENT not in data:
-            return data.decode()
-    # depth 0: the input around its values, which are level 1 as in the input limit
-    value = cut_deep(event.model_dump(exclude_none=True), 0)
-    return json.dumps(value, separators=(",", ":"))
-
-
-def input_digest(event: HookEvent) -> str:
-    """A digest of the hook input as received, nulls dropped (see
-    :func:`handler_kit.ops.audit.records.input_digest_of`)."""
-    return hashlib.sha256(input_json(event).encode()).hexdigest()[:16]
-
-
-def idempotency_key(event: HookEvent, handler: str | None, digest: str | None = None) -> str:
-    """``scope:event:handler:digest``: what makes two calls "the same call".
-
-    The scope (tool_use_id / turn_id / prompt_id / session_id) names the call; the input digest
-    makes a reused identifier with a different input a different call, so a replay can never
-    hand a recorded "no opinion" to a changed tool input. ``handler`` None is the answer's key.
-    """
-    scope = scope_of({name: getattr(event, name, None) for name in SCOPE_FIELDS})
-    return make_key(scope, event.hook_event_name, handler, digest or input_digest(event))
-
-
-# -- what the observer hands over -----------------------------------------------------------
-
-
-@dataclass(slots=True)
-class TraceIds:
-    """Ids an OpenTelemetry tracer gave the answer's spans, so records and spans agree."""
-
-    trace_id: str
-    answer_span_id: str
-    parent_span_id: str | None
-    span_ids: list[str]
-    answer_event_id: str
-    event_ids: list[str]
-
-
-@dataclass(slots=True)
-class Observed:
-    """One answer as the observer saw it (references only: the hot path copies nothing)."""
-
-    answer: Answer
-    transport: str
-    principal: str | None
-    traceparent: str | None
-    end_ns: int
-    pid: int
-    trace: TraceIds | None = None
-    replayed: frozenset[str] = frozenset()
-
-
-def invocation_decision(inv: Invocation, event_name: str) -> tuple[str | None, str | None]:
-    """What one handler contributed: its own decision, or the safe one it failed closed to."""
-    if inv.status is Status.FAIL_CLOSED:
-        return SAFE_DECISIONS.get(event_name), fail_closed_notice(inv)
-    out = inv.output
-    if out is None:
-        return None, None
-    if out.decision is not None:
-        return out.decision, out.reason
-    if out.continue_ is False:
-        return "halt", out.stop_reason
-    return None, None
-
-
-def deadline_left(answer: Answer) -> float:
-    """Seconds left of the answer's handler deadlines: how much longer its caller waits."""
-    return max(
-        (inv.handler.deadline - inv.latency_ms / 1000 for inv in answer.invocations), default=0.0
-    )
-
-
-def answer_status(answer: Answer) -> str:
-    """The answer's status: the most severe of its invocations' (fail_closed first)."""
-    return worst_status(inv.status for inv in answer.invocations)
-
-
-def capture(item: Observed) -> Capture:
-    """The plain values of one observed answer (what :func:`records` needs): strings,
-    numbers, tuples and the rendered output, which pickle without a call back into Python
-    (a status goes as its text, not as the enum)."""
-    answer = item.answer
-    event = answer.event
-    name = event.hook_event_name
-    single = len(answer.invocations) == 1
-    replayed = item.replayed
-    invocations = []
-    for inv in answer.invocations:
-        decision, reason = invocation_decision(inv, name)
-        if inv.output is None:
-            output = None
-        elif single:
-            output = answer.output  # the answer is this handler's output, rendered once
-        else:
-            output = inv.output.render(name)
-        handler = inv.handler.name
-        status = inv.status
-        invocations.append(
-            (
-                handler,
-                _STATUS_TEXT.get(status, status),
-                decision,
-                reason,
-                inv.error,
-                inv.latency_ms,
-                output,
-                handler in replayed if replayed else False,
-            )
-        )
-    trace = item.trace
-    # tuple.__new__: the NamedTuple's own __new__ is a Python function, one more frame
-    return _new_tuple(
-        Capture,
-        (
-            item.end_ns,
-            item.transport,
-            item.principal,
-            item.traceparent,
-            item.pid,
-            name,
-            input_json(event),
-            answer.output,
-            answer.failed,
-            tuple(invocations),
-            None
-            if trace is None
-            else (
-                trace.trace_id,
-                trace.answer_span_id,
-                trace.parent_span_id,
-                trace.span_ids,
-                trace.answer_event_id,
-                trace.event_ids,
-            ),
-        ),
-    )
-
-
-def build_records(item: Observed, app: str, policy: RecordPolicy) -> list[dict[str, Any]]:
-    """The records of one observed answer (invocations first, the answer last)."""
-    return records(capture(item), app, policy)
-
-
-# -- the trail ----------------------------------------------------------------------------
-
-
-def _acknowledge(group: list[_Pending], ok: bool) -> None:
-    """Resolve the futures of ``group`` on their event loops (from the writer thread)."""
-    by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[bool]]] = {}
-    for pending in group:
-        by_loop.setdefault(pending.loop, []).append(pending.future)
-    for loop, futures in by_loop.items():
-        with contextlib.suppress(RuntimeError):  # its loop is closed: nobody waits there
-            loop.call_soon_threadsafe(_settle, futures, ok)
 
 
 _STOP = object()
-
-
-@dataclass(slots=True)
-class _Pending:
-    """Durable mode: an answer waiting for its commit, and how to tell its answer path."""
-
-    item: Observed
-    future: asyncio.Future[bool]
-    loop: asyncio.AbstractEventLoop
-
-
-def _running_loop() -> asyncio.AbstractEventLoop:
-    import asyncio
-
-    return asyncio.get_running_loop()
-
-
-def _running_loop_or_none() -> asyncio.AbstractEventLoop | None:
-    try:
-        return _running_loop()
-    except RuntimeError:
-        return None
-
-
-def _settle(futures: list[asyncio.Future[bool]], ok: bool) -> None:
-    """On the event loop: tell each waiting answer path how its commit went."""
-    for future in futures:
-        if not future.done():  # a path that stopped waiting (deadline, disconnect) cancelled it
-            future.set_result(ok)
-
-
-class _Channel:
-    """Durable mode with a writer process: the event loop itself talks to the process.
-
-    Answers captured on the event loop during one turn of it go down the pipe (a non-blocking
-    write: what the pipe does not take waits for the loop to say it can) in frames of growing
-    size, the first after :data:`FIRST_FRAME` answers, so the process builds their records
-    while the loop still answers the rest of the turn; the turn's last frame is marked, and
-    ends the group the process commits (with every turn that ended while its last commit was
-    in progress), answering for them all; the loop reads the answer as it reads a socket and
-    settles the frames' futures. No thread of the server is involved, so no acknowledgement
-    waits for a thread to get the GIL back from the busy event loop. The answers' deadlines
-    are one timer of the channel's (:meth:`expire_at`), not a timer per answer.
-    """
-
-    def __init__(self, trail: AuditTrail, loop: asyncio.AbstractEventLoop) -> None:
-        import os
-
-        from handler_kit.ops.audit.process import AuditProcess
-
-        self.trail = trail
-        self.loop = loop
-        self.process = AuditProcess(trail.specs, app=trail.app, policy=trail.policy, durable=True)
-        self.fd = self.process.fd
-        os.set_blocking(self.fd, False)
-        os.set_blocking(self.process.acks, False)
-        self.out = bytearray()  # frames the pipe has not taken yet
-        self.writing = False
-        # plain tuples (a NamedTuple pickles and unpickles through a Python call each)
-        self.batch: list[tuple[Any, ...]] = []
-        self.futures: list[asyncio.Future[bool]] = []
-        self.counts: list[int] = []  # records per answer of the batch
-        self.turn = False  # the end of this loop turn's answers is scheduled (_send)
-        self.frame_size = FIRST_FRAME  # answers that make the turn's next frame go now
-        self.unended = False  # a frame of the turn went without the turn's end mark
-        # answers waiting for a commit, by deadline: (when, id, future); one timer, for the
-        # earliest (settled answers are dropped from the top as commits come)
-        self.deadlines: list[tuple[float, int, asyncio.Future[bool]]] = []
-        self.timer: asyncio.TimerHandle | None = None
-        self.timer_when = 0.0
-        # what the process will answer, in order: a batch's futures and when it was sent, or
-        # None for a probe
-        self.sent: collections.deque[tuple[list[asyncio.Future[bool]], float, list[int]] | None] = (
-            collections.deque()
-        )
-        self.waiting = 0  # answers sent or about to be, not yet answered
-        self.inbox = bytearray()
-        self.probing: asyncio.TimerHandle | None = None
-        self.failed = False
-        loop.add_reader(self.process.acks, self._receive)
-
-    def submit(self, item: Observed) -> Ack:
-        trail = self.trail
-        if self.waiting >= trail.queue_size:
-            trail._drop(
-                f"the audit queue is full ({trail.queue_size} answers waiting for a commit)"
-            )
-            return False
-        try:
-            captured = capture(item)
-        except Exception:
-            trail.failed += 1
-            logger.exception("could not capture an answer for the audit trail")
-            return False
-        future: asyncio.Future[bool] = self.loop.create_future()
-        if not self.turn:
-            self.turn = True
-            self.frame_size = FIRST_FRAME
-            self.loop.call_soon(self._send)
-        batch = self.batch
-        batch.append(tuple(captured))
-        self.futures.append(future)
-        self.counts.append(len(captured.invocations) + 1)
-        self.waiting += 1
-        if len(batch) >= self.frame_size:
-            self.frame_size *= 2
-            self._send(False)
-        return future
-
-    def _send(self, last: bool = True) -> None:
-        """Hand the answers captured since the last frame to the process; ``last``: the
-        turn's answers end here (what the process commits as a group)."""
-        from handler_kit.ops.audit.process import encode_frame
-
-        if last:
-            self.turn = False
-        if self.failed or not (self.batch or (last and self.unended)):
-            return
-        batch, futures, counts = self.batch, self.futures, self.counts
-        self.batch, self.futures, self.counts = [], [], []
-        try:
-            frame = encode_frame(("batch", batch, last))
-        except Exception:
-            self.trail.failed += len(batch)
-            logger.exception("could not hand %d answers to the audit writer", len(batch))
-            self.waiting -= len(batch)
-            for future in futures:
-                if not future.done():
-                    future.set_result(False)
-            if not (last and self.unended):
-                return
-            # the turn's earlier frames are committed once its end comes: it comes empty
-            batch, futures, counts = [], [], []
-            frame = encode_frame(("batch", batch, last))
-        self.unended = not last
-        self.out += frame
-        self.sent.append((futures, time.monotonic(), counts))
-        if self.trail._commit_started is None:
-            self.trail._commit_started = time.monotonic()
-        self._write()
-
-    def expire_at(self, budget: float, future: asyncio.Future[bool]) -> None:
-        """Settle ``future`` False in ``budget`` seconds unless its commit came first."""
-        when = self.loop.time() + budget
-        heapq.heappush(self.deadlines, (when, id(future), future))
-        if self.timer is None or when < self.timer_when:
-            if self.timer is not None:
-                self.timer.cancel()
-            self.timer = self.loop.call_at(when, self._expire)
-            self.timer_when = when
-
-    def _expire(self) -> None:
-        """The earliest deadline: its answers, and any others whose time is up, fail."""
-        self.timer = None
-        deadlines = self.deadlines
-        # the loop runs a timer up to its clock's resolution early: so does this
-        now = self.loop.time() + _CLOCK_RESOLUTION
-        while deadlines and (deadlines[0][0] < now or deadlines[0][2].done()):
-            future = heapq.heappop(deadlines)[2]
-            if not future.done():
-                future.set_result(False)
-        if deadlines:
-            when = deadlines[0][0]
-            self.timer = self.loop.call_at(when, self._expire)
-            self.timer_when = when
-
-    def _write(self) -> None:
-        import os
-
-        try:
-            while self.out:
-                written = os.write(self.fd, self.out)
-                del self.out[:written]
-        except BlockingIOError:
-            if not self.writing:
-                self.writing = True
-                self.loop.add_writer(self.fd, self._write)
-            return
-        except OSError as exc:
-            self._fail(f"cannot write to it: {exc}")
-            return
-        if self.writing:
-            self.writing = False
-            self.loop.remove_writer(self.fd)
-
-    def _receive(self) -> None:
-        import os
-        import pickle
-
-        from handler_kit.ops.audit.process import LENGTH
-
-        try:
-            data = os.read(self.process.acks, 1 << 16)
-        except BlockingIOError:
-            return
-        except OSError as exc:
-            self._fail(f"cannot read from it: {exc}")
-            return
-        if not data:
-            self._fail(f"it exited with {self.process.proc.poll()}")
-            return
-        inbox = self.inbox
-        inbox += data
-        while len(inbox) >= LENGTH.size:
-            size = LENGTH.unpack_from(inbox)[0]
-            if len(inbox) < LENGTH.size + size:
-                break
-            message = pickle.loads(inbox[LENGTH.size : LENGTH.size + size])
-            del inbox[: LENGTH.size + size]
-            self._answer(message)
-
-    def _answer(self, message: Any) -> None:
-        """One word of the process: a probe's outcome, or a commit's (of as many batches as
-        it holds, one ``unbuilt`` list each)."""
-        trail = self.trail
-        if message[0] == "probed":
-            if self.sent and self.sent[0] is None:
-                self.sent.popleft()
-            if message[1] is None:
-                trail._mark_up()
-            else:
-                trail._mark_down(message[1])
-                self._probe_later()
-        elif message[0] == "committed":
-            why: str | None = message[1]
-            settled: list[tuple[asyncio.Future[bool], bool]] = []
-            built = failed = 0
-            for unbuilt in message[2]:
-                entry = self.sent.popleft() if self.sent else None
-                if entry is None:  # cannot be: batches are answered in order
-                    continue
-                futures, _, counts = entry
-                self.waiting -= len(futures)
-                for position, future in enumerate(futures):
-                    ok = position not in unbuilt
-                    if ok and why is None:
-                        built += 1
-                        trail.written += counts[position]
-                    else:
-                        failed += 1
-                    settled.append((future, ok and why is None))
-            trail.failed += failed
-            if why is None:
-                if built:
-                    trail._committed(built)
-            else:
-                trail._commit_failed(why)
-                self._probe_later()
-            for future, ok in settled:
-                if not future.done():  # a path that stopped waiting cancelled it
-                    future.set_result(ok)
-            deadlines = self.deadlines
-            while deadlines and deadlines[0][2].done():
-                heapq.heappop(deadlines)
-        nxt = next((entry for entry in self.sent if entry is not None), None)
-        trail._commit_started = None if nxt is None else nxt[1]
-
-    def _probe_later(self) -> None:
-        """Sinks that are down, and no traffic to find them back up: probe them."""
-        if self.probing is None:
-            self.probing = self.loop.call_later(PROBE_INTERVAL, self._probe)
-
-    def _probe(self) -> None:
-        self.probing = None
-        if self.failed or self.trail._failure is None:
-            return
-        if self.sent:  # a commit on its way says as much
-            self._probe_later()
-            return
-        self.probe()
-
-    def probe(self) -> None:
-        """Ask the process to commit an empty batch to every sink (``("probed", why)``)."""
-        from handler_kit.ops.audit.process import encode_frame
-
-        if self.failed:
-            return
-        self.out += encode_frame(("probe",))
-        self.sent.append(None)
-        if self.trail._commit_started is None:
-            self.trail._commit_started = time.monotonic()
-        self._write()
-
-    def _fail(self, why: str) -> None:
-        """The process is gone: every answer waiting fails, and the trail writes its sinks
-        in the server from now (the writer thread)."""
-        import os
-
-        if self.failed:
-            return
-        self.failed = True
-        self._detach()
-        trail = self.trail
-        trail._mark_down(f"the audit writer process failed: {why}")
-        futures = [f for entry in self.sent if entry is not None for f in entry[0]]
-        futures += self.futures
-        self.sent.clear()
-        self.batch, self.futures, self.counts = [], [], []
-        for future in futures:
-            if not future.done():
-                future.set_result(False)
-        trail._commit_started = None
-        trail._channel = None
-        trail.process = self.process
-        trail._take_over(RuntimeError(why))
-        with contextlib.suppress(OSError):
-            os.close(self.process.acks)
-
-    def _detach(self) -> None:
-        """Stop watching the pipes (on the loop)."""
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
-        with contextlib.suppress(Exception):
-            self.loop.remove_reader(self.process.acks)
-        if self.writing:
-            self.writing = False
-            with contextlib.suppress(Exception):
-                self.loop.remove_writer(self.fd)
-        if self.probing is not None:
-            self.probing.cancel()
-            self.probing = None
-
-    def close(self) -> None:
-        """Write what is queued, end the process (from any thread: the loop lets go of the
-        pipes first, if it still runs)."""
-        import os
-
-        loop = self.loop
-        done = threading.Event()
-
-        def detach() -> None:
-            with contextlib.suppress(RuntimeError):  # a closed loop: close() writes it
-                self._send()
-            self._detach()
-            done.set()
-
-        import asyncio
-
-        try:
-            current: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            current = None
-        if loop.is_running() and not loop.is_closed() and current is not loop:
-            try:
-                loop.call_soon_threadsafe(detach)
-            except RuntimeError:
-                detach()
-            else:
-                done.wait(5.0)
-        else:
-            detach()
-        with contextlib.suppress(OSError):
-            os.set_blocking(self.fd, True)
-            os.set_blocking(self.process.acks, True)
-            if self.out:
-                from handler_kit.ops.audit.records import write_all
-
-                write_all(self.fd, bytes(self.out))
-                self.out.clear()
-        self.process.close()
 
 
 class AuditTrail:
@@ -801,7 +252,7 @@ class AuditTrail:
         self._lock = threading.Lock()
         self._opened = False
         self._closed = False
-        self._channel: _Channel | None = None
+        self._channel: Channel | None = None
 
     # hot path
     def submit(self, item: Observed) -> Ack | None:
@@ -824,7 +275,7 @@ class AuditTrail:
             return ok if self.durable else None
         if self.durable and self.specs:
             channel = self._channel
-            loop = _running_loop()
+            loop = running_loop()
             if channel is not None and channel.loop is not loop:
                 if not channel.loop.is_closed():
                     self.failed += 1
@@ -853,13 +304,13 @@ class AuditTrail:
         self._items.append(item)
         return None
 
-    def _open_channel(self, loop: asyncio.AbstractEventLoop) -> _Channel | None:
+    def _open_channel(self, loop: asyncio.AbstractEventLoop) -> Channel | None:
         """Durable mode: start the writer process and its channel on ``loop``; None when it
         cannot start (the writer thread has taken its sinks over)."""
         from handler_kit.ops.audit.process import WriterFailed
 
         try:
-            channel = self._channel = _Channel(self, loop)
+            channel = self._channel = Channel(self, loop)
         except WriterFailed as exc:
             self._take_over(exc)
             return None
@@ -897,7 +348,7 @@ class AuditTrail:
             return False
         loop = asyncio.get_running_loop()
         future: asyncio.Future[bool] = loop.create_future()
-        self._items.append(_Pending(item, future, loop))
+        self._items.append(Pending(item, future, loop))
         self._wake.set()
         return future
 
@@ -1095,7 +546,7 @@ class AuditTrail:
                 self._probe()
             while items:
                 # the group: whatever arrived while the last commit was in progress
-                group: list[_Pending] = []
+                group: list[Pending] = []
                 markers: list[threading.Event] = []
                 for _ in range(min(len(items), self.queue_size)):
                     entry = items.popleft()
@@ -1112,12 +563,12 @@ class AuditTrail:
                     marker.set()
         self._close_sinks()
 
-    def _commit(self, group: list[_Pending]) -> None:
+    def _commit(self, group: list[Pending]) -> None:
         """Build the group's records, write them to every sink as one batch, then tell each
         answer path how it went (one wake-up per event loop, not one per answer)."""
         lines: list[tuple[dict[str, Any], str]] = []
-        built: list[_Pending] = []
-        unbuilt: list[_Pending] = []
+        built: list[Pending] = []
+        unbuilt: list[Pending] = []
         for pending in group:
             try:
                 lines.extend(serialize(records(capture(pending.item), self.app, self.policy)))
@@ -1130,8 +581,8 @@ class AuditTrail:
         ok = bool(lines) and self._write_local(lines)
         if ok:
             self._committed(len(built))
-        _acknowledge(unbuilt, False)
-        _acknowledge(built, ok)
+        acknowledge(unbuilt, False)
+        acknowledge(built, ok)
 
     def _commit_failed(self, why: str) -> None:
         """Durable mode: a commit failed; the sinks are down, and it is logged at most every
@@ -1259,7 +710,7 @@ class AuditTrail:
             # durable, through the writer process: the event loop gets its word; from another
             # thread, wait for it (on the loop itself nothing can be waited for)
             limit = None if timeout is None else time.monotonic() + timeout
-            while channel.waiting and _running_loop_or_none() is not channel.loop:
+            while channel.waiting and running_loop_or_none() is not channel.loop:
                 if limit is not None and time.monotonic() >= limit:
                     return False
                 time.sleep(0.005)

@@ -1,0 +1,165 @@
+"""What an answer hands the audit trail and the metrics: :class:`Observed` (references, taken
+on the answer path) and :func:`capture` (its plain values, what the records are built from).
+
+What travels with an answer is all there is to know of it: whether an idempotent handler's
+answer was replayed is the type of its output
+(:class:`~handler_kit.ops.idempotency.ReplayedOutput`), and a durable
+answer's acknowledgement is a field of its :class:`Observed`. Nothing is looked up on the side.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from handler_kit.core.outputs import SAFE_DECISIONS
+from handler_kit.core.vocabulary import Status, fail_closed_notice
+from handler_kit.ops.audit.records import Capture, RecordPolicy, records, worst_status
+from handler_kit.ops.idempotency import ReplayedOutput
+from handler_kit.ops.keys import input_json
+
+if TYPE_CHECKING:
+    import asyncio
+    from typing import TypeAlias
+
+    from handler_kit.core.vocabulary import Answer, Invocation
+
+    # What :meth:`AuditTrail.submit <handler_kit.ops.audit.trail.AuditTrail.submit>` returns
+    # in durable mode: a future the writer resolves (True once committed), or the outcome
+    # itself when it is known at once (a command hook's synchronous write, a closed trail, a
+    # full queue).
+    Ack: TypeAlias = asyncio.Future[bool] | bool
+
+__all__ = [
+    "Observed",
+    "TraceIds",
+    "answer_status",
+    "build_records",
+    "capture",
+    "deadline_left",
+    "invocation_decision",
+]
+
+# A status as it is recorded: its text (a plain string pickles and serializes without a call
+# into the enum's Python code).
+_STATUS_TEXT: dict[Any, str] = {status: status.value for status in Status}
+_new_tuple = tuple.__new__
+
+
+@dataclass(slots=True)
+class TraceIds:
+    """Ids an OpenTelemetry tracer gave the answer's spans, so records and spans agree."""
+
+    trace_id: str
+    answer_span_id: str
+    parent_span_id: str | None
+    span_ids: list[str]
+    answer_event_id: str
+    event_ids: list[str]
+
+
+@dataclass(slots=True)
+class Observed:
+    """One answer as the observer saw it (references only: the hot path copies nothing)."""
+
+    answer: Answer
+    transport: str
+    principal: str | None
+    traceparent: str | None
+    end_ns: int
+    pid: int
+    trace: TraceIds | None = None
+    # durable mode: what the trail answered for the commit of this answer's records (set by
+    # AuditTrail.submit; the committer awaits it)
+    ack: Ack | None = None
+
+
+def invocation_decision(inv: Invocation, event_name: str) -> tuple[str | None, str | None]:
+    """What one handler contributed: its own decision, or the safe one it failed closed to."""
+    if inv.status is Status.FAIL_CLOSED:
+        return SAFE_DECISIONS.get(event_name), fail_closed_notice(inv)
+    out = inv.output
+    if out is None:
+        return None, None
+    if out.decision is not None:
+        return out.decision, out.reason
+    if out.continue_ is False:
+        return "halt", out.stop_reason
+    return None, None
+
+
+def deadline_left(answer: Answer) -> float:
+    """Seconds left of the answer's handler deadlines: how much longer its caller waits."""
+    return max(
+        (inv.handler.deadline - inv.latency_ms / 1000 for inv in answer.invocations), default=0.0
+    )
+
+
+def answer_status(answer: Answer) -> str:
+    """The answer's status: the most severe of its invocations' (fail_closed first)."""
+    return worst_status(inv.status for inv in answer.invocations)
+
+
+def capture(item: Observed) -> Capture:
+    """The plain values of one observed answer (what :func:`records` needs): strings,
+    numbers, tuples and the rendered output, which pickle without a call back into Python
+    (a status goes as its text, not as the enum)."""
+    answer = item.answer
+    event = answer.event
+    name = event.hook_event_name
+    single = len(answer.invocations) == 1
+    invocations = []
+    for inv in answer.invocations:
+        decision, reason = invocation_decision(inv, name)
+        if inv.output is None:
+            output = None
+        elif single:
+            output = answer.output  # the answer is this handler's output, rendered once
+        else:
+            output = inv.output.render(name)
+        handler = inv.handler.name
+        status = inv.status
+        invocations.append(
+            (
+                handler,
+                _STATUS_TEXT.get(status, status),
+                decision,
+                reason,
+                inv.error,
+                inv.latency_ms,
+                output,
+                type(inv.output) is ReplayedOutput,
+            )
+        )
+    trace = item.trace
+    # tuple.__new__: the NamedTuple's own __new__ is a Python function, one more frame
+    return _new_tuple(
+        Capture,
+        (
+            item.end_ns,
+            item.transport,
+            item.principal,
+            item.traceparent,
+            item.pid,
+            name,
+            input_json(event),
+            answer.output,
+            answer.failed,
+            tuple(invocations),
+            None
+            if trace is None
+            else (
+                trace.trace_id,
+                trace.answer_span_id,
+                trace.parent_span_id,
+                trace.span_ids,
+                trace.answer_event_id,
+                trace.event_ids,
+            ),
+        ),
+    )
+
+
+def build_records(item: Observed, app: str, policy: RecordPolicy) -> list[dict[str, Any]]:
+    """The records of one observed answer (invocations first, the answer last)."""
+    return records(capture(item), app, policy)

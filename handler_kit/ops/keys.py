@@ -1,0 +1,83 @@
+"""Idempotency keys: what makes two calls "the same call", for the idempotency store and the
+audit trail alike (each record holds its key, so a replay can be traced to what it replayed).
+
+``scope:event:handler:digest``: the scope (tool_use_id / turn_id / prompt_id / session_id)
+names the call, the digest of the input as received makes a reused identifier with another
+input another call. Plain functions of the hook input: the idempotency wrapper imports them
+without the audit trail, and the audit writer process without the handler models.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import TYPE_CHECKING, Any
+
+from pydantic_core import PydanticSerializationError
+
+if TYPE_CHECKING:
+    from handler_kit.core.events import HookEvent
+
+SCOPE_FIELDS = ("tool_use_id", "turn_id", "prompt_id", "session_id")
+_REPLACEMENT = "\ufffd".encode()
+
+
+def scope_of(values: dict[str, Any]) -> str:
+    """The most specific identifier of a call: tool_use_id, then turn_id, prompt_id,
+    session_id (``kind=value``), or ``-`` when the input has none."""
+    for name in SCOPE_FIELDS:
+        value = values.get(name)
+        if isinstance(value, str) and value:
+            return f"{name}={value}"
+    return "-"
+
+
+def make_key(scope: str, event: str, handler: str | None, digest: str) -> str:
+    """``scope:event:handler:digest``; ``handler`` None (``*``) is the answer's key."""
+    return f"{scope}:{event}:{handler or '*'}:{digest}"
+
+
+def input_digest_of(input_json: str) -> str:
+    """The digest of a hook input serialized as received (nulls dropped): the same body gives
+    the same digest in every worker and replica. Key order counts, so an input whose keys come
+    in another order is another call: the safe direction (an idempotent handler runs again)."""
+    return hashlib.sha256(input_json.encode()).hexdigest()[:16]
+
+
+def input_json(event: HookEvent) -> str:
+    """The hook input as JSON, nulls dropped: what the audit trail records and digests.
+
+    pydantic-core writes it, except what it refuses: a lone surrogate (``"\\ud800"``, which
+    JSON can escape and UTF-8 cannot hold) or values nested deeper than it writes (an MCP
+    argument is not held to the input depth limit). The standard library writes those, the
+    surrogate as its escape, the nesting cut at
+    :data:`~handler_kit.ops.audit.records.MAX_RECORD_DEPTH`: such an input is recorded too.
+    """
+    try:
+        # model_dump_json() without its frame: the same serializer, the same defaults
+        data = event.__pydantic_serializer__.to_json(event, exclude_none=True)
+    except PydanticSerializationError:
+        pass
+    else:
+        # pydantic-core writes a lone surrogate in a key as U+FFFDs, one per UTF-8 byte, where
+        # in a value it refuses it: such an input is written as the others are (an ASCII
+        # text, the usual one, holds none: isascii() reads it a word at a time)
+        if data.isascii() or _REPLACEMENT not in data:
+            return data.decode()
+    from handler_kit.ops.audit.records import cut_deep
+
+    # depth 0: the input around its values, which are level 1 as in the input limit
+    value = cut_deep(event.model_dump(exclude_none=True), 0)
+    return json.dumps(value, separators=(",", ":"))
+
+
+def input_digest(event: HookEvent) -> str:
+    """A digest of the hook input as received, nulls dropped (see :func:`input_digest_of`)."""
+    return input_digest_of(input_json(event))
+
+
+def idempotency_key(event: HookEvent, handler: str | None, digest: str | None = None) -> str:
+    """``scope:event:handler:digest`` of ``event`` (see the module docstring); ``handler``
+    None is the answer's key."""
+    scope = scope_of({name: getattr(event, name, None) for name in SCOPE_FIELDS})
+    return make_key(scope, event.hook_event_name, handler, digest or input_digest(event))
