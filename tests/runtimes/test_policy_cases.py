@@ -75,6 +75,11 @@ def test_the_refund_gates_cases_pass_through_the_agent(agents_dir: Path, agent: 
         no_tool("issue_refund"),
         f"NOT PLAYED {gate}an unreadable amount is denied",
         no_tool("issue_refund"),
+        f"PASS  {gate}a claude code plugin's orders server is gated too",
+        f"NOT PLAYED {gate}an amount written the European way is unreadable, not 1.0005",
+        no_tool("issue_refund"),
+        f"NOT PLAYED {gate}a refund in another currency is denied",
+        no_tool("issue_refund"),
         f"NOT PLAYED {gate}other tools are not gated",
         no_tool("lookup_order"),
         f"PASS  {gate}the returns policy is in context",
@@ -86,9 +91,9 @@ def test_the_refund_gates_cases_pass_through_the_agent(agents_dir: Path, agent: 
         *blocked_prompt,
         f"PASS  {PROMPTS}::a prompt gets the ticket as context",
         "",
-        "9 passed, 0 failed, 6 not played (15 cases in 3 files)"
+        "10 passed, 0 failed, 8 not played (18 cases in 3 files)"
         if agent == CLAUDE_CODE
-        else "8 passed, 0 failed, 7 not played (15 cases in 3 files)",
+        else "9 passed, 0 failed, 9 not played (18 cases in 3 files)",
     ]
     assert done.stdout.splitlines() == expected, done.stdout + done.stderr
     assert done.returncode == 0, done.stderr
