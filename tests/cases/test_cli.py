@@ -221,7 +221,9 @@ def test_yaml_without_pyyaml_names_the_extra(tmp_path: Path) -> None:
 def test_the_docs_quote_the_diff_as_printed() -> None:
     from tests.docs.pages import blocks, page
 
-    cli_block, pytest_block = blocks(page("policy-tests.md"), "text")
+    # the first text block is the CLI's diff, the last pytest's (between them: --runtime runs)
+    texts = blocks(page("policy-tests.md"), "text")
+    cli_block, pytest_block = texts[0], texts[-1]
     quoted = [line.strip() for line in cli_block.splitlines() if line.startswith("      ")]
     quoted += [line.strip() for line in pytest_block.splitlines() if line.startswith("    ")]
     assert len(quoted) == 6
