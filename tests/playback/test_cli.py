@@ -51,7 +51,7 @@ def test_an_unknown_runtime_is_refused_by_the_parser() -> None:
     done = run_test(EXAMPLE, "--runtime", "posit")
     assert done.returncode == 2
     # the quoting of the choices differs between Python versions
-    assert "handler-kit test: error: argument --runtime: invalid choice: 'posit'" in done.stderr
+    assert "handler-kit test: argument --runtime: invalid choice: 'posit'" in done.stderr
     assert "claude-code" in done.stderr.splitlines()[-1]
 
 

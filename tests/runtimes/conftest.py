@@ -26,6 +26,10 @@ import pytest
 from handler_kit.agents import AgentRun, Turn, install_hooks, run_agent, run_app
 from handler_kit.agents.versions import AGENTS, describe, executable
 
+# A cases file of wrong expectations, for `handler-kit test --runtime`'s failure report: it
+# fails by design, so the hookcases_* collector of `make test` must not run it as tests.
+collect_ignore = ["data/hookcases_refund_gate_wrong.yaml"]
+
 APPS = Path(__file__).parent / "apps"
 AGENTS_DIR_VARIABLE = "HANDLER_KIT_AGENTS_DIR"
 
