@@ -42,7 +42,6 @@ import _thread
 import contextlib
 import json
 import os
-import re
 import sys
 import threading
 from typing import TYPE_CHECKING, Any
@@ -323,7 +322,11 @@ def _unreadable(
     if handlers is not None:
         gates, event_name = handlers, handlers[0].event
     else:
-        found = error.event_name or _event_name_in(raw)
+        found = (
+            error.event_name
+            or top_level_strings(raw, ("hook_event_name",)).get("hook_event_name")
+            or None
+        )
         if found is None:
             raise error
         gates, event_name = app.by_event.get(found, []), found
@@ -340,51 +343,6 @@ def _unreadable(
     if answer is None:
         raise error
     return _respond(runtime, app, answer)
-
-
-# a JSON string, or a character of structure: all the scan below needs
-_JSON_TOKENS = rb'"(?:[^"\\]|\\.)*"|[][{}:,]'
-
-
-def _event_name_in(raw: bytes) -> str | None:
-    """The top-level ``hook_event_name`` of an input too broken to parse (cut off, nested too
-    deep), or None: a scan that follows strings and nesting only, so no depth stops it."""
-    depth = 0
-    state = ""  # at depth 1: "key" expected, "colon" after a key, "value" after the colon
-    key = name = None
-    for match in re.finditer(_JSON_TOKENS, raw, re.DOTALL):
-        token = match.group()
-        first = token[:1]
-        if first in b"[{":
-            if depth == 0 and first == b"[":
-                return None  # not an object
-            depth += 1
-            state = "key" if depth == 1 else ("" if depth == 2 else state)
-        elif first in b"]}":
-            depth -= 1
-            if depth <= 0:
-                break
-        elif depth != 1:
-            continue
-        elif first == b",":
-            state = "key"
-        elif first == b":":
-            state = "value" if state == "colon" else ""
-        elif state == "key":
-            key, state = _json_string(token), "colon"
-        elif state == "value":
-            if key == "hook_event_name":
-                name = _json_string(token)
-            state = ""
-    return name or None
-
-
-def _json_string(token: bytes) -> str | None:
-    try:
-        value = json.loads(token)
-    except ValueError:
-        return None
-    return value if isinstance(value, str) else None
 
 
 def _name_the_project() -> None:
