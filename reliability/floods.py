@@ -26,9 +26,19 @@ from typing import Any
 
 import httpx
 
-from reliability.run import GATE, HEADERS, HOST, RESULTS, ROOT, body, decision_of, machine, served
+from reliability.run import (
+    GATE,
+    HEADERS,
+    HOST,
+    RESULTS,
+    ROOT,
+    body,
+    decision_of,
+    machine,
+    served,
+    write_doc,
+)
 
-DOC = ROOT / "docs" / "reliability.md"
 START, END = "<!-- floods:start -->", "<!-- floods:end -->"
 # the server's defaults: 1000 connections per worker, a 4th of them per address
 MAX_CONNECTIONS = 1000
@@ -195,15 +205,6 @@ def table(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def write_doc(text: str) -> None:
-    page = DOC.read_text()
-    if START not in page or END not in page:
-        raise SystemExit(f"{DOC} has no {START} ... {END} markers")
-    head, _, rest = page.partition(START)
-    _, _, tail = rest.partition(END)
-    DOC.write_text(f"{head}{START}\n{text}\n{END}{tail}")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m reliability.floods", description=__doc__)
     parser.add_argument("--seconds", type=float, default=5.0, help="each flood (5)")
@@ -240,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     text = table(report)
     print(text)
     if not options.no_doc:
-        write_doc(text)
+        write_doc(text, START, END)
     return 0
 
 

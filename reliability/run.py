@@ -643,13 +643,14 @@ def table(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def write_doc(text: str) -> None:
+def write_doc(text: str, start: str = START, end: str = END) -> None:
+    """Put ``text`` between the ``start`` and ``end`` markers of docs/reliability.md."""
     page = DOC.read_text()
-    if START not in page or END not in page:
-        raise SystemExit(f"{DOC} has no {START} ... {END} markers")
-    head, _, rest = page.partition(START)
-    _, _, tail = rest.partition(END)
-    DOC.write_text(f"{head}{START}\n{text}\n{END}{tail}")
+    if start not in page or end not in page:
+        raise SystemExit(f"{DOC} has no {start} ... {end} markers")
+    head, _, rest = page.partition(start)
+    _, _, tail = rest.partition(end)
+    DOC.write_text(f"{head}{start}\n{text}\n{end}{tail}")
 
 
 def main(argv: list[str] | None = None) -> int:
