@@ -36,6 +36,7 @@ from bench.payload import EVENT_BODY, MCP_BODY, MCP_HEADERS, TOKEN
 
 APP = "example_servers.refund_gate:app"
 PATH = "/hooks/refund_gate"
+_ROUTE = PATH  # the handler's own route; ``--path=/hooks`` sends the same request to the other
 MCP_PATH = "/mcp"
 
 
@@ -347,10 +348,13 @@ def instructions(
         argv.append("--protocol")
     if mcp:
         argv.append("--mcp")
+    if PATH != _ROUTE:
+        argv.append(f"--path={PATH}")
     return counted(argv) / requests
 
 
 def main(argv: list[str] | None = None) -> None:
+    global PATH
     parser = argparse.ArgumentParser(prog="python -m bench.inproc")
     parser.add_argument("side", choices=("handler_kit", "baseline"))
     parser.add_argument("requests", type=int)
@@ -371,13 +375,19 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="send the MCP tools/call a real client sends (POST /mcp) instead of the webhook's",
     )
+    parser.add_argument(
+        "--path",
+        default=PATH,
+        help="the webhook route to send to: /hooks/refund_gate (default) or /hooks",
+    )
     args = parser.parse_args(argv)
+    PATH = args.path
     if args.instructions:
         per = instructions(
             args.side, args.requests, args.audit, args.warmup, args.protocol, args.mcp
         )
         where = "protocol+app" if args.protocol else "app"
-        what = " mcp" if args.mcp else ""
+        what = " mcp" if args.mcp else f" {PATH}" if args.side == "handler_kit" else ""
         print(f"{args.side}{what} audit={args.audit} {where}: {per:,.0f} instructions per request")
         return
     run(
