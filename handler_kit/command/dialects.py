@@ -28,6 +28,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from handler_kit.core.loop_guard import LOOP_GUARDED_EVENTS, in_stop_loop
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING to a type checker, without importing typing
 if TYPE_CHECKING:
     from typing import Any
@@ -61,7 +63,7 @@ SAFE_EVENTS = {
 # Events whose answer can stop something, where a decision or a halt the runtime cannot
 # carry is mapped to a block of that thing.
 _PERMISSION_EVENTS = frozenset({"PreToolUse", "PermissionRequest"})
-_STOP_EVENTS = frozenset({"Stop", "SubagentStop"})
+_STOP_EVENTS = LOOP_GUARDED_EVENTS
 # Events on which Posit parses continue:false and ignores it: there is no turn to stop.
 _POSIT_NO_TURN = frozenset({"SessionStart", "SessionEnd", "SubagentStart", "Notification"})
 _POSIT_EVENTS = frozenset(
@@ -165,7 +167,7 @@ def render(
     if runtime == CLAUDE_CODE:
         return Rendered(OK_EXIT, dump(output), "")
     parts = _Parts.read(event, output)
-    continuing = stop_hook_active is True and event in _STOP_EVENTS
+    continuing = in_stop_loop(event, stop_hook_active)
     parts.continuing = continuing
     if runtime == SANDBOX:
         return _exit_codes(event, parts, fail_closed, fallback)

@@ -25,6 +25,7 @@ from handler_kit.core._coroutines import Resume, stops_the_run
 from handler_kit.core._decorators import EventDecorators, HandlerDefinitionError
 from handler_kit.core._log import lazy_logger
 from handler_kit.core.events import EVENT_MODELS, MATCHERLESS_EVENTS, HookEvent, model_for
+from handler_kit.core.loop_guard import LOOP_GUARDED_EVENTS, in_stop_loop
 from handler_kit.core.matchers import is_match_all
 from handler_kit.core.merge import Failure, merge
 from handler_kit.core.outputs import SAFE_DECISIONS, Output, OutputError, normalize
@@ -33,7 +34,6 @@ from handler_kit.core.vocabulary import (
     DEFAULT_THREADS,
     DEFAULT_TIMEOUT,
     DEFAULT_TIMEOUTS,
-    LOOP_GUARDED_EVENTS,
     MAX_TIMEOUTS,
     TIMEOUT_MESSAGE,
     UNREADABLE_MESSAGE,
@@ -462,66 +462,33 @@ class HookApp(EventDecorators):
     def _step(
         self, handler: Handler, event: HookEvent, started: float
     ) -> Output | Invocation | Coroutine[Any, Any, Invocation]:
-        """The first step of an async handler run without wrappers, run inline.
+        """An async handler run without wrappers, its first step inline (:func:`_first_step`).
 
         The handler's output when it answered on that step, checked, within its deadline and
         sendable (the invocation is OK); its :class:`Invocation` when it failed, or when its
         answer is its failure policy's; or, when it suspended, a coroutine that finishes it
-        under its deadline and gives its invocation. :meth:`_invoke` and the webhook's route of
-        a single handler (which makes no invocation for an OK answer) both start here.
+        under its deadline and gives its invocation.
         """
         try:
-            coro: Coroutine[Any, Any, Any] = handler.func(event)  # type: ignore[assignment]
-            try:
-                yielded = coro.send(None)
-            except StopIteration as stop:
-                value = stop.value
-            else:
-                return self._finish(handler, event, coro, yielded, started)
+            first = _first_step(handler, event, started)
         except BaseException as exc:
             return self._caught(handler, event.hook_event_name, exc, started)
-        return self._answered(handler, event, value, started)
-
-    def _answered(
-        self, handler: Handler, event: HookEvent, value: Any, started: float
-    ) -> Output | Invocation:
-        """What :meth:`_step` gives for a handler that returned ``value`` on its first step,
-        the step having begun at ``started``. The webhook's route of a handler whose code
-        cannot suspend awaits the handler itself (no ``StopIteration`` to catch) and comes
-        here with its value."""
-        event_name = event.hook_event_name
-        now = time.perf_counter()
-        try:
-            if now > started + handler.deadline:
-                raise _blocked(handler, started)
-            if type(value) is Output:  # normalize's case for a helper's output
-                value.check(event_name)
-                output = value
-            else:
-                output = normalize(event_name, value)
-        except Exception as exc:
-            return self._caught(handler, event_name, exc, started)
-        if (
-            output.updated_input is None
-            and not output.specific
-            and not output.extra
-            and output.decision != "block"
-            and output.context is None
-        ):
-            return output  # _settle has nothing to check: JSON-safe, on time, no loop to guard
-        return self._settle(handler, event, output, started, now)
+        if type(first) is Output:
+            if first.is_plain:  # _settle has nothing to check: on time, no loop to guard
+                return first
+            return self._settle(handler, event, first, started, time.perf_counter())
+        return self._finish(handler, event, first, started)  # type: ignore[arg-type]
 
     async def _finish(
         self,
         handler: Handler,
         event: HookEvent,
-        coro: Coroutine[Any, Any, Any],
-        yielded: Any,
+        rest: Coroutine[Any, Any, Output],
         started: float,
     ) -> Invocation:
         """The invocation of an async handler whose first step suspended."""
         try:
-            output = await self._resume(handler, event, coro, yielded, started)
+            output = await rest
         except BaseException as exc:
             return self._caught(handler, event.hook_event_name, exc, started)
         settled = self._settle(handler, event, output, started, time.perf_counter())
@@ -554,7 +521,7 @@ class HookApp(EventDecorators):
     ) -> Output | Invocation:
         """``output``, answered at ``now``, when it can be sent as it is; otherwise the
         invocation that answers instead (not JSON, past the deadline, or a loop guarded)."""
-        if output.updated_input is not None or output.specific or output.extra:
+        if not output.is_plain:
             try:  # what the handler put in is sent as JSON: a value JSON cannot carry is its bug
                 _check_json(
                     (
@@ -588,8 +555,7 @@ class HookApp(EventDecorators):
         if (
             (output.decision == "block" or output.context is not None)
             and handler.stop_loop_guard
-            and event.hook_event_name in LOOP_GUARDED_EVENTS
-            and getattr(event, "stop_hook_active", None) is True
+            and in_stop_loop(event.hook_event_name, getattr(event, "stop_hook_active", None))
         ):
             # On Stop, context continues the turn as a block does (Claude Code reads either as
             # "keep going"; the dialects of Codex, Posit and the sandbox render it as a block),
@@ -612,58 +578,10 @@ class HookApp(EventDecorators):
             return kept
         return output
 
-    @staticmethod
-    async def _run_async_fast(handler: Handler, event: HookEvent, started: float) -> Output:
-        """Run an async handler's first step inline; arm the deadline only if it suspends.
-
-        Most gates decide without awaiting anything, and a timer per request (what
-        ``asyncio.timeout`` costs) is a measurable share of the hot path. A handler that never
-        suspends cannot be interrupted by a deadline anyway, so nothing is lost: the deadline
-        is armed, for the time that is left, the moment the handler first waits on something.
-
-        Each step the handler runs without suspending holds the event loop, and no deadline
-        can interrupt it: a step that runs through the deadline (``time.sleep``, a synchronous
-        driver) makes the answer late, and the handler is named for it.
-        """
-        coro: Coroutine[Any, Any, Any] = handler.func(event)  # type: ignore[assignment]
-        try:
-            yielded = coro.send(None)
-        except StopIteration as stop:
-            if time.perf_counter() > started + handler.deadline:
-                raise _blocked(handler, started) from None
-            return normalize(event.hook_event_name, stop.value)
-        return await HookApp._resume(handler, event, coro, yielded, started)
-
-    @staticmethod
-    async def _resume(
-        handler: Handler,
-        event: HookEvent,
-        coro: Coroutine[Any, Any, Any],
-        yielded: Any,
-        started: float,
-    ) -> Output:
-        """The rest of an async handler whose first step suspended: under its deadline."""
-        deadline_at = started + handler.deadline
-        if time.perf_counter() > deadline_at:
-            coro.close()
-            raise _blocked(handler, started)
-        import asyncio
-
-        resume = Resume(coro, yielded, deadline_at)
-        try:
-            async with asyncio.timeout(max(deadline_at - time.perf_counter(), 0.0)):
-                value = await resume
-        finally:
-            coro.close()
-            if resume.late_step is not None:
-                _warn_blocked(handler, resume.late_step)
-        if resume.late_step is not None:
-            raise TimeoutError
-        return normalize(event.hook_event_name, value)
-
     async def _run(self, handler: Handler, event: HookEvent, started: float) -> Output:
         if handler.is_async:
-            return await self._run_async_fast(handler, event, started)
+            first = _first_step(handler, event, started)
+            return first if type(first) is Output else await first  # type: ignore[misc]
         value = await self.threads.run(handler, event)
         return normalize(event.hook_event_name, value)
 
@@ -702,6 +620,63 @@ class HookApp(EventDecorators):
             else:
                 results.append(inv.output)
         return merge(name, results).to_output().render(name)
+
+
+def _first_step(
+    handler: Handler, event: HookEvent, started: float
+) -> Output | Coroutine[Any, Any, Output]:
+    """Run an async handler's first step inline; arm the deadline only if it suspends. The one
+    way every async handler runs, with or without wrappers.
+
+    Most gates decide without awaiting anything, and a timer per request (what
+    ``asyncio.timeout`` costs) is a measurable share of the hot path. A handler that never
+    suspends cannot be interrupted by a deadline anyway, so nothing is lost: the deadline is
+    armed, for the time that is left, the moment the handler first waits on something.
+
+    The checked output when the handler returned on that step, or a coroutine of it that
+    finishes the run (:func:`_resume`); raises what the handler raised, or ``TimeoutError``
+    when the step ran through the deadline (it held the loop, and no deadline could interrupt
+    it: the handler is named for it).
+    """
+    coro: Coroutine[Any, Any, Any] = handler.func(event)  # type: ignore[assignment]
+    try:
+        yielded = coro.send(None)
+    except StopIteration as stop:
+        if time.perf_counter() > started + handler.deadline:
+            raise _blocked(handler, started) from None
+        value = stop.value
+        if type(value) is Output:  # normalize's case for a helper's output, without its frame
+            value.check(event.hook_event_name)
+            return value
+        return normalize(event.hook_event_name, value)
+    return _resume(handler, event, coro, yielded, started)
+
+
+async def _resume(
+    handler: Handler,
+    event: HookEvent,
+    coro: Coroutine[Any, Any, Any],
+    yielded: Any,
+    started: float,
+) -> Output:
+    """The rest of an async handler whose first step suspended: under its deadline."""
+    deadline_at = started + handler.deadline
+    if time.perf_counter() > deadline_at:
+        coro.close()
+        raise _blocked(handler, started)
+    import asyncio
+
+    resume = Resume(coro, yielded, deadline_at)
+    try:
+        async with asyncio.timeout(max(deadline_at - time.perf_counter(), 0.0)):
+            value = await resume
+    finally:
+        coro.close()
+        if resume.late_step is not None:
+            _warn_blocked(handler, resume.late_step)
+    if resume.late_step is not None:
+        raise TimeoutError
+    return normalize(event.hook_event_name, value)
 
 
 def _ok(handler: Handler, settled: Output | Invocation, started: float) -> Invocation:

@@ -188,6 +188,27 @@ class Output:
         return all(getattr(self, n) == getattr(other, n) for n in self.__slots__)
 
     @property
+    def is_plain(self) -> bool:
+        """True when the output is a decision other than ``block`` with at most its reason,
+        nothing else: what most gates answer (``deny(...)``, ``allow()``, no opinion).
+
+        The one test of "plain" every answer path uses: such an output carries nothing a
+        handler made that JSON might not carry, and nothing the stop-loop guard must see, so
+        it needs no check once :meth:`check` passed. A block, a rewrite, context or any other
+        field makes it not plain, and it gets every check."""
+        return (
+            self.decision != "block"
+            and self.context is None
+            and self.updated_input is None
+            and self.continue_ is None
+            and self.stop_reason is None
+            and self.system_message is None
+            and self.suppress_output is None
+            and not self.specific
+            and not self.extra
+        )
+
+    @property
     def is_empty(self) -> bool:
         """True when the output says nothing: the runtime's "no opinion"."""
         return all(getattr(self, name) is None for name in self.__slots__)

@@ -585,3 +585,22 @@ def test_tls_is_real(server):
     # plain HTTP to the TLS port gets no answer
     with pytest.raises(httpx.TransportError):
         httpx.get(server.url.replace("https://", "http://") + "/healthz", timeout=5)
+
+
+def test_a_body_in_several_messages_is_read_whole(server: Any) -> None:
+    def chunks() -> Any:
+        body = json.dumps(
+            {
+                "hook_event_name": "PreToolUse",
+                "session_id": "s1",
+                "tool_name": "issue_refund",
+                "tool_input": {"amount": 640},
+            }
+        ).encode()
+        yield body[:10]
+        yield body[10:]
+
+    with client_for(server) as client:
+        response = client.post("/hooks/gate", content=chunks())
+    assert response.status_code == 200
+    assert response.json()["hookSpecificOutput"]["permissionDecision"] == "deny"
