@@ -312,12 +312,13 @@ class HookApp(EventDecorators):
         if handlers is None:
             handlers = self.matching(event)
         if len(handlers) == 1:
-            invocations = [await self._invoke(handlers[0], event, started)]
+            invoked = self._invoke(handlers[0], event, started)
+            invocations = [invoked if type(invoked) is Invocation else await invoked]  # type: ignore[misc]
         elif handlers:
             import asyncio
 
             invocations = list(
-                await asyncio.gather(*(self._invoke(h, event, started) for h in handlers))
+                await asyncio.gather(*(_awaited(self._invoke(h, event, started)) for h in handlers))
             )
         else:
             invocations = []
@@ -435,16 +436,23 @@ class HookApp(EventDecorators):
 
         return asyncio.run(self.answer(event, **options))
 
-    async def _invoke(self, handler: Handler, event: HookEvent, started: float) -> Invocation:
+    def _invoke(
+        self, handler: Handler, event: HookEvent, started: float
+    ) -> Invocation | Coroutine[Any, Any, Invocation]:
         """Run one handler within its deadline, counted from ``started`` (when the answer
-        began, the same for every handler of the event)."""
+        began, the same for every handler of the event): its invocation, or a coroutine of it
+        when the handler has yet to finish."""
         if handler.is_async and not self.wrappers:
             # the first step inline: a gate that decides without awaiting (most do) costs no
-            # task and no timer
+            # coroutine of its own, no task and no timer
             step = self._step(handler, event, started)
             if isinstance(step, (Output, Invocation)):
                 return _ok(handler, step, started)
-            return await step
+            return step
+        return self._timed(handler, event, started)
+
+    async def _timed(self, handler: Handler, event: HookEvent, started: float) -> Invocation:
+        """A sync or wrapped handler's run, under a timer for its deadline."""
         try:
             import asyncio
 
@@ -620,6 +628,13 @@ class HookApp(EventDecorators):
             else:
                 results.append(inv.output)
         return merge(name, results).to_output().render(name)
+
+
+async def _awaited(invoked: Invocation | Coroutine[Any, Any, Invocation]) -> Invocation:
+    """An invocation for ``asyncio.gather``, whether it was made at once or is still to come."""
+    if isinstance(invoked, Invocation):
+        return invoked
+    return await invoked
 
 
 def _first_step(
