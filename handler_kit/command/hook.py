@@ -377,7 +377,7 @@ def _run_answer(app: HookApp, event: Any, handlers: Any) -> Answer:
 
     Importing :mod:`asyncio` is a large share of this process's start-up, and most gates are
     ``async def`` functions that decide without awaiting anything: such a handler's coroutine
-    finishes on its first step (``HookApp`` runs that step inline, see ``_run_async_fast``),
+    finishes on its first step (``HookApp`` runs that step inline, see ``_first_step`` in ``handler_kit.core.app``),
     so ``answer()`` completes without ever suspending and is driven here with no loop
     (:mod:`handler_kit.core._coroutines`). That is certain, not hoped for, when: at most one
     handler runs (several are gathered on a loop), no wrappers, the handler's code has no ``await``,
