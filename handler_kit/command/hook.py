@@ -375,14 +375,14 @@ def _validate(event_name: str, data: dict[str, Any]) -> Any:
 def _run_answer(app: HookApp, event: Any, handlers: Any) -> Answer:
     """:meth:`HookApp.answer`, on an event loop only when one can be needed.
 
-    Importing :mod:`asyncio` is a large share of this process's start-up, and most gates are
-    ``async def`` functions that decide without awaiting anything: such a handler's coroutine
-    finishes on its first step (``HookApp`` runs that step inline, see ``_first_step`` in ``handler_kit.core.app``),
-    so ``answer()`` completes without ever suspending and is driven here with no loop
-    (:mod:`handler_kit.core._coroutines`). That is certain, not hoped for, when: at most one
-    handler runs (several are gathered on a loop), no wrappers, the handler's code has no ``await``,
-    ``async for`` or ``async with`` (it cannot suspend), and nothing the app imported uses
-    asyncio (so nothing it calls synchronously expects a running loop). A non-suspending
+    Importing :mod:`asyncio` is a large share of this process's start-up, and most gates are ``async
+    def`` functions that decide without awaiting anything: such a handler's coroutine finishes on
+    its first step (``HookApp`` runs that step inline: ``_first_step`` in
+    :mod:`handler_kit.core.app`), so ``answer()`` completes without ever suspending and is driven
+    here with no loop (:mod:`handler_kit.core._coroutines`). That is certain, not hoped for, when:
+    at most one handler runs (several are gathered on a loop), no wrappers, the handler's code has
+    no ``await``, ``async for`` or ``async with`` (it cannot suspend), and nothing the app imported
+    uses asyncio (so nothing it calls synchronously expects a running loop). A non-suspending
     handler cannot be cut off by its deadline on a loop either: the answer is the same.
 
     Otherwise a loop of our own, not ``asyncio.run``, which waits for executor threads on the

@@ -1,9 +1,9 @@
-"""The stop-loop guard's one test, with no import at all: the core's answer and every
-command-hook dialect (including ``handler-kit forward``, which must start fast) use it."""
+"""The stop-loop guard's one test, importing only the generated names: the core's answer and
+every command-hook dialect (including ``handler-kit forward``, which must start fast) use it."""
 
 from __future__ import annotations
 
-LOOP_GUARDED_EVENTS = frozenset({"Stop", "SubagentStop"})
+from handler_kit.core.names import LOOP_GUARDED_EVENTS as LOOP_GUARDED_EVENTS
 
 
 def in_stop_loop(event_name: str, stop_hook_active: object) -> bool:

@@ -16,7 +16,6 @@ from typing import Any, TypeAlias, TypeVar
 from pydantic_core import PydanticSerializationError, from_json, to_json
 
 from handler_kit.core.events import HookEvent, model_for
-from handler_kit.core.loop_guard import LOOP_GUARDED_EVENTS as LOOP_GUARDED_EVENTS
 from handler_kit.core.matchers import compile_matcher
 from handler_kit.core.names import DEFAULT_TIMEOUTS as DEFAULT_TIMEOUTS
 from handler_kit.core.names import LOOP_GUARDED_EVENTS as LOOP_GUARDED_EVENTS
