@@ -179,38 +179,48 @@ def merge(
             decision = _effective_decision(event, decision, runbear)
             if decision is not None:
                 decisions.append((decision, result.reason))
-        if result.updated_input is not None and event in ("PreToolUse", "PermissionRequest"):
-            merged.updated_input = result.updated_input
-        if result.context and (not runbear or event in RUNBEAR_CONTEXT_EVENTS):
-            merged.contexts.append(cap_context(result.context))
-        if result.continue_ is False:
-            merged.continue_ = False
-            if merged.stop_reason is None:
-                merged.stop_reason = result.stop_reason
-        elif result.continue_ is True and merged.continue_ is None:
-            merged.continue_ = True
-        if result.system_message:
-            merged.system_messages.append(result.system_message)
-        if result.suppress_output is not None:
-            merged.suppress_output = bool(merged.suppress_output) or result.suppress_output
-        for target, source in ((merged.specific, result.specific), (merged.extra, result.extra)):
-            if source:
-                for key, value in source.items():
-                    target.setdefault(key, value)
-
+        _take(merged, result, runbear)
     if decisions:
-        winner = max(decisions, key=lambda item: _SEVERITY.get(item[0], 5))[0]
-        merged.decision = winner
-        if runbear and winner == "block":
-            # Runbear: "the first blocking handler in document order supplies the reason".
-            merged.reason = next(r for d, r in decisions if d == winner)
-        else:
-            merged.reason = next((r for d, r in decisions if d == winner and r is not None), None)
-        if runbear and winner == "ask":
-            merged.decision = "deny"  # ranked as ask (deny over ask), then treated as deny
+        _decide(merged, decisions, runbear)
     if merged.decision == "deny":
         merged.updated_input = None
     return merged
+
+
+def _take(merged: Merged, result: Output, runbear: bool) -> None:
+    """Add to ``merged`` everything of ``result`` but its decision."""
+    event = merged.event
+    if result.updated_input is not None and event in ("PreToolUse", "PermissionRequest"):
+        merged.updated_input = result.updated_input
+    if result.context and (not runbear or event in RUNBEAR_CONTEXT_EVENTS):
+        merged.contexts.append(cap_context(result.context))
+    if result.continue_ is False:
+        merged.continue_ = False
+        if merged.stop_reason is None:
+            merged.stop_reason = result.stop_reason
+    elif result.continue_ is True and merged.continue_ is None:
+        merged.continue_ = True
+    if result.system_message:
+        merged.system_messages.append(result.system_message)
+    if result.suppress_output is not None:
+        merged.suppress_output = bool(merged.suppress_output) or result.suppress_output
+    for target, source in ((merged.specific, result.specific), (merged.extra, result.extra)):
+        if source:
+            for key, value in source.items():
+                target.setdefault(key, value)
+
+
+def _decide(merged: Merged, decisions: list[tuple[str, str | None]], runbear: bool) -> None:
+    """The winning decision of ``decisions`` (in order) and its reason, into ``merged``."""
+    winner = max(decisions, key=lambda item: _SEVERITY.get(item[0], 5))[0]
+    merged.decision = winner
+    if runbear and winner == "block":
+        # Runbear: "the first blocking handler in document order supplies the reason".
+        merged.reason = next(r for d, r in decisions if d == winner)
+    else:
+        merged.reason = next((r for d, r in decisions if d == winner and r is not None), None)
+    if runbear and winner == "ask":
+        merged.decision = "deny"  # ranked as ask (deny over ask), then treated as deny
 
 
 def _effective_decision(event: str, decision: str, runbear: bool) -> str | None:

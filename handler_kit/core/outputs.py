@@ -255,16 +255,7 @@ class Output:
                 specific["updatedInput"] = self.updated_input
         elif event == "PermissionRequest":
             if decision is not None:
-                verdict: dict[str, Any] = {"behavior": decision}
-                if self.reason is not None:
-                    verdict["message"] = self.reason
-                if self.updated_input is not None:
-                    verdict["updatedInput"] = self.updated_input
-                # updatedPermissions, interrupt: kept next to the verdict by parse_output
-                rest = (self.specific or {}).get("decision")
-                if isinstance(rest, dict):
-                    verdict.update((k, v) for k, v in rest.items() if k not in verdict)
-                specific["decision"] = verdict
+                specific["decision"] = self._verdict(decision)
         elif decision == "block":
             out["decision"] = "block"
             if self.reason is not None:
@@ -273,11 +264,7 @@ class Output:
             specific["additionalContext"] = cap_context(self.context)
         given = self.specific
         if given:
-            for key, value in given.items():
-                if key == "hookEventName":
-                    specific[key] = value  # a name given replaces the event's, in its place
-                else:
-                    specific.setdefault(key, value)
+            _add_given(specific, given)
         if len(specific) > 1 or (given and "hookEventName" in given):
             out["hookSpecificOutput"] = specific
         # the universal fields, in _UNIVERSAL's order, without a loop of getattr calls: this
@@ -294,6 +281,28 @@ class Output:
             for key, value in self.extra.items():
                 out.setdefault(key, value)
         return out
+
+    def _verdict(self, decision: str) -> dict[str, Any]:
+        """PermissionRequest's ``hookSpecificOutput.decision`` object."""
+        verdict: dict[str, Any] = {"behavior": decision}
+        if self.reason is not None:
+            verdict["message"] = self.reason
+        if self.updated_input is not None:
+            verdict["updatedInput"] = self.updated_input
+        # updatedPermissions, interrupt: kept next to the verdict by parse_output
+        rest = (self.specific or {}).get("decision")
+        if isinstance(rest, dict):
+            verdict.update((k, v) for k, v in rest.items() if k not in verdict)
+        return verdict
+
+
+def _add_given(specific: dict[str, Any], given: dict[str, Any]) -> None:
+    """A handler's own ``hookSpecificOutput`` keys, after the ones the output's fields made."""
+    for key, value in given.items():
+        if key == "hookEventName":
+            specific[key] = value  # a name given replaces the event's, in its place
+        else:
+            specific.setdefault(key, value)
 
 
 # -- helpers a handler returns ------------------------------------------------------------
@@ -376,28 +385,10 @@ def parse_output(event: str, data: Any) -> Output:
         if key in _UNIVERSAL:
             expected = bool if key in ("continue", "suppressOutput") else str
             setattr(out, _UNIVERSAL[key], _typed(key, value, expected))
-        elif key in ("decision", "reason", "hookSpecificOutput"):
-            continue
-        else:
+        elif key not in ("decision", "reason", "hookSpecificOutput"):
             extra[key] = value
+    _read_decision(out, event, data, extra)
     out.extra = extra or None
-
-    top_decision = _typed("decision", data.get("decision"), str)
-    top_reason = _typed("reason", data.get("reason"), str)
-    if top_decision is not None:
-        if event in ("PreToolUse", "PermissionRequest"):
-            legacy = {"approve": "allow", "block": "deny", "allow": "allow", "deny": "deny"}
-            if top_decision not in legacy:
-                raise OutputError(f"unknown decision {top_decision!r}")
-            out.decision, out.reason = legacy[top_decision], top_reason
-        elif top_decision == "block":
-            out.decision, out.reason = "block", top_reason
-        elif top_decision != "approve":  # "approve" is an old no-op spelling elsewhere
-            raise OutputError(f"unknown decision {top_decision!r}")
-    elif top_reason is not None:
-        extra["reason"] = top_reason
-        out.extra = extra
-
     hso = data.get("hookSpecificOutput")
     if hso is None:
         return out
@@ -410,42 +401,75 @@ def parse_output(event: str, data: Any) -> Output:
     for key, value in hso.items():
         if key == "hookEventName":
             continue
-        if key == "additionalContext":
-            out.context = _typed(key, value, str)
-        elif event == "PreToolUse" and key == "permissionDecision":
-            if value is not None and value not in PERMISSION_DECISIONS:
-                raise OutputError(
-                    f"permissionDecision {value!r} is not one of allow/deny/ask/defer"
-                )
-            if value is not None:
-                out.decision = value
-        elif event == "PreToolUse" and key == "permissionDecisionReason":
-            out.reason = _typed(key, value, str)
-        elif event == "PreToolUse" and key == "updatedInput":
-            out.updated_input = _typed(key, value, dict)
-        elif event == "PermissionRequest" and key == "decision" and value is not None:
-            if not isinstance(value, dict):
-                # passed through, the runtime would find no behavior in it and ask the user:
-                # the handler's verdict lost without a word
-                raise OutputError(
-                    'hookSpecificOutput.decision must be an object: {"behavior": "allow"} or '
-                    '{"behavior": "deny", "message": ...}'
-                )
-            behavior = value.get("behavior")
-            if behavior not in ("allow", "deny"):
-                raise OutputError(f"decision.behavior {behavior!r} is not allow or deny")
-            out.decision = behavior
-            out.reason = _typed("decision.message", value.get("message"), str)
-            out.updated_input = _typed("decision.updatedInput", value.get("updatedInput"), dict)
-            rest = {
-                k: v for k, v in value.items() if k not in ("behavior", "message", "updatedInput")
-            }
+        if event == "PermissionRequest" and key == "decision" and value is not None:
+            rest = _read_verdict(out, value)
             if rest:
                 specific["decision"] = rest
-        else:
+        elif not _read_specific(out, event, key, value):
             specific[key] = value
     out.specific = specific or None
     return out
+
+
+def _read_decision(out: Output, event: str, data: dict[str, Any], extra: dict[str, Any]) -> None:
+    """The top-level ``decision`` and ``reason`` into ``out`` (a reason without a decision
+    into ``extra``)."""
+    top_decision = _typed("decision", data.get("decision"), str)
+    top_reason = _typed("reason", data.get("reason"), str)
+    if top_decision is None:
+        if top_reason is not None:
+            extra["reason"] = top_reason
+        return
+    if event in ("PreToolUse", "PermissionRequest"):
+        legacy = {"approve": "allow", "block": "deny", "allow": "allow", "deny": "deny"}
+        if top_decision not in legacy:
+            raise OutputError(f"unknown decision {top_decision!r}")
+        out.decision, out.reason = legacy[top_decision], top_reason
+    elif top_decision == "block":
+        out.decision, out.reason = "block", top_reason
+    elif top_decision != "approve":  # "approve" is an old no-op spelling elsewhere
+        raise OutputError(f"unknown decision {top_decision!r}")
+
+
+def _read_specific(out: Output, event: str, key: str, value: Any) -> bool:
+    """One ``hookSpecificOutput`` key into ``out``: False when it is not a field of
+    :class:`Output` (kept as it is in ``specific``). PermissionRequest's ``decision`` object
+    is read by :func:`_read_verdict`."""
+    if key == "additionalContext":
+        out.context = _typed(key, value, str)
+    elif event != "PreToolUse":
+        return False
+    elif key == "permissionDecision":
+        if value is not None and value not in PERMISSION_DECISIONS:
+            raise OutputError(f"permissionDecision {value!r} is not one of allow/deny/ask/defer")
+        if value is not None:
+            out.decision = value
+    elif key == "permissionDecisionReason":
+        out.reason = _typed(key, value, str)
+    elif key == "updatedInput":
+        out.updated_input = _typed(key, value, dict)
+    else:
+        return False
+    return True
+
+
+def _read_verdict(out: Output, value: Any) -> dict[str, Any]:
+    """PermissionRequest's ``hookSpecificOutput.decision`` into ``out``: the rest of its keys
+    (``updatedPermissions``, ``interrupt``...), kept next to the verdict."""
+    if not isinstance(value, dict):
+        # passed through, the runtime would find no behavior in it and ask the user: the
+        # handler's verdict lost without a word
+        raise OutputError(
+            'hookSpecificOutput.decision must be an object: {"behavior": "allow"} or '
+            '{"behavior": "deny", "message": ...}'
+        )
+    behavior = value.get("behavior")
+    if behavior not in ("allow", "deny"):
+        raise OutputError(f"decision.behavior {behavior!r} is not allow or deny")
+    out.decision = behavior
+    out.reason = _typed("decision.message", value.get("message"), str)
+    out.updated_input = _typed("decision.updatedInput", value.get("updatedInput"), dict)
+    return {k: v for k, v in value.items() if k not in ("behavior", "message", "updatedInput")}
 
 
 def _typed(key: str, value: Any, expected: type) -> Any:
