@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 from bench import payload
+from bench.complexity import summary as complexity_summary
 from bench.loadgen import LoadError, LoadGenerator, ensure_wrk
 from bench.procs import ROOT, Pinning, Server, ServerError, child_env, free_port, get, post
 from bench.procs import handler_kit_argv as hk_argv
@@ -1257,6 +1258,8 @@ def main(argv: list[str] | None = None) -> int:
     tmp_json.write_text(json.dumps(result, indent=2) + "\n")
     tmp_json.replace(args.out / "latest.json")
     print_report(result)
+    # the code's own row: deterministic, so printed from the tree as it is, not stored per run
+    log(complexity_summary())
     log(f"wrote {args.out / 'latest.json'}")
     if not args.no_chart:
         problem = write_chart(result, args.out / "latest.png")
