@@ -16,9 +16,9 @@ not a JSON object (an empty 2xx body is "no opinion", as for an http hook).
 
 Start-up is paid on every tool call, so this module loads only the standard library, and
 little of it: not the user's app, not pydantic nor :mod:`handler_kit.core`, not argparse on
-the usual path (see :func:`parse_fast`). It speaks HTTP/1.1 over a socket itself: importing
-:mod:`http.client` would also import :mod:`ssl` and :mod:`email`, a large share of a bare
-interpreter's start-up; :mod:`ssl` is imported only for an ``https`` URL.
+the usual path (see :mod:`handler_kit.command._options`). It speaks HTTP/1.1 over a socket
+itself: importing :mod:`http.client` would also import :mod:`ssl` and :mod:`email`, a large
+share of a bare interpreter's start-up; :mod:`ssl` is imported only for an ``https`` URL.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ import json
 import sys
 import time
 
-from handler_kit.command import dialects
+from handler_kit.command import _options, dialects
 from handler_kit.command._clock import since_process_start
-from handler_kit.config import CLIENT_TOKEN_VARIABLE, client_token
+from handler_kit.config import client_token
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING to a type checker, without importing typing
 if TYPE_CHECKING:
@@ -38,12 +38,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 USAGE_EXIT = 1  # never 2: that would block the call with a usage message as the reason
-# What ``install`` writes for a handler with the default 3 s timeout, whose entry gets 4 s:
-# long enough for the server to answer at its own deadline, short enough that the forwarder
-# answers before the runtime gives up on it.
-DEFAULT_TIMEOUT = 3.5
+DEFAULT_TIMEOUT = _options.DEFAULT_TIMEOUT
 MAX_ANSWER_BYTES = 4 * 1024 * 1024
-TOKEN_VARIABLE = CLIENT_TOKEN_VARIABLE
+TOKEN_VARIABLE = _options.TOKEN_VARIABLE
 
 
 class Failure(Exception):
@@ -108,91 +105,10 @@ def parse_url(url: str, handler: str | None = None) -> Target:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Arguments of ``handler-kit forward``."""
-    parser.add_argument(
-        "url",
-        metavar="URL",
-        help="where to send the input: the gate's route (https://HOST/hooks/NAME), or the "
-        "server's base URL with --handler",
-    )
-    parser.add_argument(
-        "--handler", metavar="NAME", help="send to URL/hooks/NAME (default: URL as given)"
-    )
-    parser.add_argument(
-        "--runtime",
-        choices=dialects.RUNTIMES,
-        help="the runtime's dialect: "
-        + "; ".join(f"{k}: {v}" for k, v in dialects.RUNTIME_HELP.items()),
-    )
-    parser.add_argument(
-        "--exit-codes", action="store_true", help="the same as --runtime sandbox (default: off)"
-    )
-    parser.add_argument(
-        "--fail-closed",
-        action="store_true",
-        help="when the server cannot answer, answer the event's safe decision (deny, block); "
-        "default: no answer",
-    )
-    parser.add_argument(
-        "--timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT,
-        metavar="SECONDS",
-        help=f"how long to wait for the server (default {DEFAULT_TIMEOUT:g}; keep it under "
-        "the hook's timeout)",
-    )
-    parser.add_argument(
-        "--token-env",
-        default=TOKEN_VARIABLE,
-        metavar="NAME",
-        help=f"the environment variable holding the bearer token (default {TOKEN_VARIABLE})",
-    )
-    parser.add_argument(
-        "--app",
-        metavar="MODULE:ATTR",
-        help="the app this entry belongs to, sent as X-Handler-Kit-App (install writes it; "
-        "default: none)",
-    )
+    """Arguments of ``handler-kit forward`` (for ``--help``: :func:`main` reads them with
+    :func:`~handler_kit.command._options.parse`)."""
+    _options.add_to(parser, _options.FORWARD)
     parser.error = _usage_error  # type: ignore[method-assign,assignment]
-
-
-def parse_fast(argv: list[str]) -> Any | None:
-    """The arguments without argparse, or None for argparse to handle them (``--help``, an
-    unknown option, a missing value) with its messages."""
-    from types import SimpleNamespace
-
-    args = SimpleNamespace(
-        url=None,
-        handler=None,
-        runtime=None,
-        exit_codes=False,
-        fail_closed=False,
-        timeout=DEFAULT_TIMEOUT,
-        token_env=TOKEN_VARIABLE,
-        app=None,
-    )
-    words = iter(argv)
-    for word in words:
-        name, eq, value = word.partition("=")
-        if word in ("--exit-codes", "--fail-closed"):
-            setattr(args, word[2:].replace("-", "_"), True)
-        elif name in ("--handler", "--runtime", "--timeout", "--token-env", "--app"):
-            if not eq:
-                value = next(words, "")
-            if not value or value.startswith("-"):
-                return None
-            if name == "--timeout":
-                try:
-                    args.timeout = float(value)
-                except ValueError:
-                    return None
-            else:
-                setattr(args, name[2:].replace("-", "_"), value)
-        elif word.startswith("-") or args.url is not None:
-            return None
-        else:
-            args.url = word
-    return args if args.url is not None else None
 
 
 def _usage_error(message: str) -> None:
@@ -201,8 +117,13 @@ def _usage_error(message: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """``handler-kit forward ARGV...``; every usage error exits 1."""
-    args = parse_fast(argv)
+    """``handler-kit forward ARGV...``; every usage error exits 1. argparse is loaded only to
+    print ``--help``."""
+    args: Any
+    try:
+        args = _options.parse(argv, _options.FORWARD)
+    except _options.UsageError as exc:
+        _usage_error(str(exc))
     if args is None:
         import argparse
 
@@ -210,6 +131,7 @@ def main(argv: list[str]) -> int:
             prog="handler-kit forward",
             description="A command hook that sends the hook input on stdin to a running "
             "handler-kit server and prints its answer in the runtime's dialect.",
+            allow_abbrev=False,
         )
         add_arguments(parser)
         args = parser.parse_args(argv)

@@ -31,7 +31,7 @@ are held back and written after the answer is decided, one line each (full trace
 stderr carries the reason and nothing else: the runtime hands all of it to the model.
 
 Start-up matters (one process per tool call): this module imports only the core, never the
-server stack (starlette, uvicorn, mcp, httpx) nor argparse (see :func:`parse_fast`), builds only
+server stack (starlette, uvicorn, mcp, httpx) nor argparse (see :func:`main`), builds only
 the input's own event model, and answers an async handler that cannot suspend without importing
 asyncio at all (see :func:`_run_answer`).
 """
@@ -86,64 +86,15 @@ class UnreadableInput(CommandError):
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Arguments of ``handler-kit command``."""
-    from handler_kit.command import dialects
+    """Arguments of ``handler-kit command`` (for ``--help``: :func:`main` reads them with
+    :func:`~handler_kit.command._options.parse`)."""
+    from handler_kit.command import _options
 
-    parser.add_argument("target", metavar="MODULE:ATTR", help="the HookApp, e.g. myhooks:app")
-    parser.add_argument(
-        "--runtime",
-        choices=dialects.RUNTIMES,
-        help="the runtime's dialect: "
-        + "; ".join(f"{k}: {v}" for k, v in dialects.RUNTIME_HELP.items()),
-    )
-    parser.add_argument(
-        "--exit-codes", action="store_true", help="the same as --runtime sandbox (default: off)"
-    )
-    parser.add_argument(
-        "--handler",
-        metavar="NAME",
-        help="run only this handler (as POST /hooks/NAME would); default: every matching one",
-    )
-    parser.add_argument(
-        "--log-file",
-        metavar="PATH",
-        help="append log lines to PATH (default: stderr)",
-    )
+    _options.add_to(parser, _options.COMMAND)
     # argparse exits 2 on a usage error, and exit 2 means "block" to a hook runtime: a typo in a
     # settings file would block every tool call with a usage message as the reason. Exit 1 is
     # the non-blocking error it is.
     parser.error = _usage_error  # type: ignore[method-assign,assignment]
-
-
-def parse_fast(argv: list[str]) -> Any | None:
-    """The arguments of ``handler-kit command`` without argparse, or None to use argparse.
-
-    This process starts once per tool call and argparse (with gettext) is a measurable part
-    of its start-up; the grammar is five options. Anything unusual (``--help``, an unknown
-    option, a missing value, a runtime that does not exist) returns None and goes through
-    argparse, with its messages.
-    """
-    from types import SimpleNamespace
-
-    args = SimpleNamespace(target=None, exit_codes=False, runtime=None, handler=None, log_file=None)
-    words = iter(argv)
-    for word in words:
-        name, eq, value = word.partition("=")
-        if word == "--exit-codes":
-            args.exit_codes = True
-        elif name in ("--handler", "--log-file", "--runtime"):
-            if not eq:
-                value = next(words, "")
-            if not value or value.startswith("-"):
-                return None
-            if name == "--runtime" and value not in _runtimes():
-                return None
-            setattr(args, name[2:].replace("-", "_"), value)
-        elif word.startswith("-") or args.target is not None:
-            return None
-        else:
-            args.target = word
-    return args if args.target is not None else None
 
 
 def _usage_error(message: str) -> None:
@@ -152,9 +103,17 @@ def _usage_error(message: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """``handler-kit command ARGV...``: parse (fast, or with argparse for anything unusual)
-    and run. Every usage error exits 1, never argparse's 2."""
-    args = parse_fast(argv)
+    """``handler-kit command ARGV...``: parse and run. Every usage error exits 1, never
+    argparse's 2. This process starts once per tool call and argparse (with gettext) is a
+    measurable part of its start-up: the arguments are read by the option table's own parser,
+    and argparse is loaded only to print ``--help``."""
+    from handler_kit.command import _options
+
+    args: Any
+    try:
+        args = _options.parse(argv, _options.COMMAND)
+    except _options.UsageError as exc:
+        _usage_error(str(exc))
     if args is None:
         import argparse
 
@@ -162,6 +121,7 @@ def main(argv: list[str]) -> int:
             prog="handler-kit command",
             description="Run a HookApp as a command hook: one hook input on stdin, "
             "the answer on stdout and in the exit code, in the runtime's dialect.",
+            allow_abbrev=False,
         )
         add_arguments(parser)
         args = parser.parse_args(argv)
@@ -413,12 +373,6 @@ def _run_answer(app: HookApp, event: Any, handlers: Any) -> Answer:
 
 # The default dialect, handled here so that the usual path does not import the dialects.
 CLAUDE_CODE = "claude-code"
-
-
-def _runtimes() -> tuple[str, ...]:
-    from handler_kit.command.dialects import RUNTIMES
-
-    return RUNTIMES
 
 
 def runtime_of(args: argparse.Namespace) -> str:

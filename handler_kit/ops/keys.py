@@ -13,7 +13,7 @@ import hashlib
 import json
 from typing import TYPE_CHECKING, Any
 
-from pydantic_core import PydanticSerializationError
+from pydantic_core import PydanticSerializationError, to_json
 
 if TYPE_CHECKING:
     from handler_kit.core.events import HookEvent
@@ -54,8 +54,9 @@ def input_json(event: HookEvent) -> str:
     :data:`~handler_kit.ops.audit.records.MAX_RECORD_DEPTH`: such an input is recorded too.
     """
     try:
-        # model_dump_json() without its frame: the same serializer, the same defaults
-        data = event.__pydantic_serializer__.to_json(event, exclude_none=True)
+        # model_dump_json() without its frame: pydantic-core hands a model to its own
+        # serializer, with the same defaults
+        data = to_json(event, exclude_none=True)
     except PydanticSerializationError:
         pass
     else:

@@ -222,10 +222,7 @@ class _Plan:
         self.event = event
         self.event_header = event.encode("latin-1") if event is not None else None
         self.handler = handler
-        # pydantic-core's validator itself: model_validate_json is a Python frame around it
-        self.validate_json = (
-            model_for(event).__pydantic_validator__.validate_json if event is not None else None
-        )
+        self.validate_json = model_for(event).model_validate_json if event is not None else None
 
 
 class Webhook:

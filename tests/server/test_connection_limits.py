@@ -336,7 +336,7 @@ def test_only_connections_not_yet_answered_count_against_their_address() -> None
 def test_an_ipv6_client_counts_by_its_64_and_a_mapped_ipv4_one_by_its_address() -> None:
     """One host is commonly given a whole IPv6 /64: counted per address, it could open its
     connections from as many addresses as it likes."""
-    from handler_kit.server._protocols import _address_key
+    from handler_kit.server._httptools_protocol import _address_key
 
     assert _address_key("2001:db8:1:2::5") == _address_key("2001:db8:1:2:ffff::9")
     assert _address_key("2001:db8:1:2::5") != _address_key("2001:db8:1:3::5")

@@ -8,28 +8,33 @@ tracing configured it opens the span the SDK's middleware would.
 
 Doing so needs more of the SDK than its public API: private modules (``mcp.server._otel``,
 ``mcp.shared._otel``), a private method (``ServerRunner._serialize``, the serializer whose
-output the templates copy), provisional attributes (``Server.middleware``) and rules this
-module mirrors rather than calls (the Accept, Host and Origin checks). All of it stays in this
-module; the rest of :mod:`handler_kit.server.mcp` uses the public API only.
+output the templates copy), provisional attributes (``Server.middleware``) and the streamable
+HTTP transport's own header checks, called here as the transport calls them (Content-Type,
+Accept, and the DNS-rebinding Host and Origin checks: :class:`_SdkChecks`), so that a request
+they refuse goes to the SDK, which answers its error. All of it stays in this module; the rest
+of :mod:`handler_kit.server.mcp` uses the public API only.
 ``tests/server/mcp/test_sdk_internals.py`` pins every one of these, so an SDK upgrade that moves
 one fails there by name, and ``tests/server/mcp/test_fast_path.py`` checks both paths
 byte-for-byte and span-for-span. Should an SDK still differ at run time in a way that stops the
-response templates from being built, the fast path turns itself off with a warning and the SDK
-serves every request.
+response templates from being built, or no longer have one of the checks, the fast path turns
+itself off with a warning and the SDK serves every request.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import re
 from collections.abc import Iterator, Mapping
 from json.encoder import encode_basestring_ascii
-from typing import Any
+from typing import Any, cast
 
 import mcp_types as mt
 from mcp.server import Server
+from mcp.server import streamable_http as sdk_http
+from mcp.server import transport_security as sdk_security
 from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.connection import Connection
 from mcp.server.runner import ServerRunner
@@ -52,6 +57,7 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, SpanKind, StatusCode
 from pydantic import ValidationError
 from pydantic_core import from_json, to_json
+from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from handler_kit.core.app import HookApp
@@ -92,8 +98,7 @@ _ROUTING_HEADERS = frozenset({b"mcp-protocol-version", b"mcp-method", b"mcp-name
 _ID_MARK = "@@handler-kit-id@@"
 _TEXT_MARK = "@@handler-kit-text@@"
 _UNTRACED = (ProxyTracerProvider, NoOpTracerProvider)
-_JSON = b"application/json"
-_JSON_TYPE = (b"content-type", _JSON)
+_JSON_TYPE = (b"content-type", b"application/json")
 _HANDSHAKE_VERSIONS = frozenset(v.encode("latin-1") for v in HANDSHAKE_PROTOCOL_VERSIONS)
 _MODERN_VERSIONS = frozenset(MODERN_PROTOCOL_VERSIONS)
 
@@ -143,6 +148,31 @@ def _ascii_json(value: int | str) -> bytes:
     return str(value).encode()
 
 
+class _SdkChecks:
+    """The header checks the SDK's streamable HTTP transport makes of a POST, called as it
+    calls them: its transport security middleware (Content-Type, then Host and Origin when
+    DNS-rebinding protection is on), its Accept rule for a JSON response, its Content-Type
+    rule. Looking them up raises AttributeError on an SDK that no longer has one."""
+
+    __slots__ = ("accepts", "content_type_ok", "middleware")
+
+    def __init__(self, security: TransportSecuritySettings) -> None:
+        self.middleware = sdk_security.TransportSecurityMiddleware(security)
+        self.accepts = sdk_http.check_accept_headers
+        # a method of the transport that reads nothing of it but the request
+        check = sdk_http.StreamableHTTPServerTransport._check_content_type
+        self.content_type_ok = functools.partial(check, cast(Any, None))
+
+    async def allow(self, headers: list[tuple[bytes, bytes]]) -> bool:
+        """Whether a POST with ``headers`` passes every check (one that does not is the
+        SDK's to refuse, with its own status and message)."""
+        request = Request({"type": "http", "method": "POST", "headers": headers})
+        if await self.middleware.validate_request(request, is_post=True) is not None:
+            return False
+        has_json, _ = self.accepts(request)  # JSON responses: JSON alone is required
+        return has_json and bool(self.content_type_ok(request))
+
+
 class FastPath:
     """Answer stateless JSON-response ``tools/call`` and ``tools/list`` POSTs directly.
 
@@ -180,16 +210,17 @@ class FastPath:
         self.list_result = list_result
         # Cleared for good when this SDK cannot be mirrored (see :meth:`serve`).
         self.enabled = True
-        self.check_hosts = security.enable_dns_rebinding_protection
-        self.hosts = frozenset(h for h in security.allowed_hosts if not h.endswith(":*"))
-        self.host_prefixes = tuple(h[:-1] for h in security.allowed_hosts if h.endswith(":*"))
-        self.origins = frozenset(o for o in security.allowed_origins if not o.endswith(":*"))
-        self.origin_prefixes = tuple(o[:-1] for o in security.allowed_origins if o.endswith(":*"))
+        self.checks: _SdkChecks | None = None
+        try:
+            self.checks = _SdkChecks(security)
+        except AttributeError:  # an SDK without one of them: it checks every request itself
+            logger.warning("MCP fast path disabled: an SDK header check is gone", exc_info=True)
+            self.enabled = False
         self.templates: dict[tuple[str, str, bool], _Template] = {}
         self.valid_params: dict[tuple[str, str, bytes | None], bool] = {}
-        # The verdict of the Accept, Host and Origin rules on each (accept, host, origin)
-        # seen: a client sends the same three on every call.
-        self.checked: dict[tuple[bytes | None, bytes | None, bytes | None], bool] = {}
+        # The SDK's verdict on each (content type, accept, host, origin) seen: a client sends
+        # the same four on every call.
+        self.checked: dict[_CheckKey, bool] = {}
         # Header names seen that are none of the SDK's own (sessions, resumption,
         # Mcp-Param-*): a client sends the same names on every call.
         self.plain_names: set[bytes] = set()
@@ -215,7 +246,10 @@ class FastPath:
         """Answer the request here when this path can, otherwise hand it to ``sdk``."""
         if self.enabled and scope["type"] == "http" and scope["method"] == "POST" and self.usable():
             headers = self.headers_ok(scope)
-            if headers is not None:
+            # a verdict known to pass costs one lookup, not a coroutine
+            if headers is not None and (
+                self.checked.get(_check_key(headers)) or await self.sdk_allows(headers)
+            ):
                 message = await receive()
                 if message["type"] == "http.request" and not message.get("more_body", False):
                     # the whole body in one message: what a client's small POST arrives as
@@ -276,7 +310,8 @@ class FastPath:
             yield span
 
     def headers_ok(self, scope: Scope) -> dict[bytes, bytes] | None:
-        """The headers the SDK reads, when they pass its checks; None sends it to the SDK.
+        """The headers the SDK reads, when none is one the SDK alone handles or repeated;
+        None sends the request to the SDK. (Their values are :meth:`sdk_allows`'s to check.)
 
         One dict of every header (the server's own, when it made one for the auth check):
         when it has as many entries as the request has headers, no header is repeated
@@ -296,7 +331,7 @@ class FastPath:
             if len(self.plain_names) >= _MAX_REMEMBERED:
                 self.plain_names.clear()
             self.plain_names.update(found)
-        return found if self.found_ok(found) else None
+        return found
 
     def headers_exact(self, scope: Scope) -> dict[bytes, bytes] | None:
         """:meth:`headers_ok`, one header at a time: the watched ones, none of them twice,
@@ -309,36 +344,24 @@ class FastPath:
                 found[key] = value
             elif key.startswith(_SDK_ONLY_HEADERS):
                 return None
-        return found if self.found_ok(found) else None
+        return found
 
-    def found_ok(self, found: dict[bytes, bytes]) -> bool:
-        """Whether the SDK's Content-Type, Accept, Host and Origin checks pass (the length is
-        the caller's to check: a body over the cap may still be :meth:`guard`'s)."""
-        content_type = found.get(b"content-type")
-        if content_type != _JSON and (
-            content_type is None or not content_type.startswith(b"application/json;")
-        ):
-            return False
-        key = (found.get(b"accept"), found.get(b"host"), found.get(b"origin"))
+    async def sdk_allows(self, headers: dict[bytes, bytes]) -> bool:
+        """Whether the SDK's header checks (:class:`_SdkChecks`) pass, asked once per
+        (content type, accept, host, origin); the length is the caller's to check (a body
+        over the cap may still be :meth:`guard`'s)."""
+        key = _check_key(headers)
         known = self.checked.get(key)
         if known is None:
-            known = self._check(*key)
+            checks = self.checks
+            assert checks is not None  # else never enabled
+            names = (b"content-type", b"accept", b"host", b"origin")
+            sent = [(name, value) for name, value in zip(names, key, strict=True) if value]
+            known = await checks.allow(sent)
             if len(self.checked) >= _MAX_REMEMBERED:
                 self.checked.clear()
             self.checked[key] = known
         return known
-
-    def _check(self, accept: bytes | None, host: bytes | None, origin: bytes | None) -> bool:
-        if not _accepts_json(accept or b""):
-            return False
-        if self.check_hosts:
-            name = (host or b"").decode("latin-1")
-            if not name or not (name in self.hosts or name.startswith(self.host_prefixes)):
-                return False
-            where = (origin or b"").decode("latin-1")
-            if where and not (where in self.origins or where.startswith(self.origin_prefixes)):
-                return False
-        return True
 
     async def serve(
         self, scope: Scope, headers: dict[bytes, bytes], body: bytes, send: Send
@@ -633,13 +656,12 @@ class FastPath:
         return _Template(body, modern, has_text=method == "tools/call")
 
 
-def _accepts_json(accept: bytes) -> bool:
-    """The SDK's Accept rule (``check_accept_headers``) for application/json."""
-    for part in accept.decode("latin-1").split(","):
-        media = part.strip().split(";")[0].strip().lower()
-        if media in ("application/json", "application/*", "*/*"):
-            return True
-    return False
+_CheckKey = tuple[bytes | None, bytes | None, bytes | None, bytes | None]
+
+
+def _check_key(headers: dict[bytes, bytes]) -> _CheckKey:
+    get = headers.get
+    return (get(b"content-type"), get(b"accept"), get(b"host"), get(b"origin"))
 
 
 async def _read_body(receive: Receive, limit: int) -> tuple[bytes | None, list[Message]]:

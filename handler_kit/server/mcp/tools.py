@@ -58,7 +58,6 @@ class ToolSpec:
 
     handler: Handler
     tool: mt.Tool
-    # pydantic-core's validator itself: model_validate is a Python frame around it
     validate: Callable[[Any], HookEvent] = field(init=False, repr=False, compare=False)
     # None when the matcher matches every value: no test to make
     matches: Callable[[str | None], bool] | None = field(init=False, repr=False, compare=False)
@@ -66,8 +65,7 @@ class ToolSpec:
     json_fields: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        validator = self.handler.model.__pydantic_validator__
-        object.__setattr__(self, "validate", validator.validate_python)
+        object.__setattr__(self, "validate", self.handler.model.model_validate)
         matches = None if is_match_all(self.handler.matcher) else self.handler.matches
         object.__setattr__(self, "matches", matches)
         object.__setattr__(self, "json_fields", structured_fields(self.handler.model))
