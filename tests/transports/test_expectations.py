@@ -261,12 +261,21 @@ def test_observed_server_recorded(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def command_runs() -> Iterator[dict[tuple[str, str], Future[subprocess.CompletedProcess[bytes]]]]:
-    """Every row as a command hook, a few processes at a time (each is a Python start-up),
-    started with the module's first test: they run while the server rows (in this process)
-    are checked, and each command row waits for its own process."""
+def command_runs(
+    request: pytest.FixtureRequest,
+) -> Iterator[dict[tuple[str, str], Future[subprocess.CompletedProcess[bytes]]]]:
+    """Every selected row as a command hook, a few processes at a time (each is a Python
+    start-up), started with the module's first test: they run while the server rows (in this
+    process) are checked, and each command row waits for its own process."""
+    selected = [
+        (item.callspec.params["case"], item.callspec.params["shape"])
+        for item in request.session.items
+        if isinstance(item, pytest.Function)
+        and item.module is request.module
+        and item.originalname == "test_command_hook"
+    ]
     with ThreadPoolExecutor(max_workers=COMMAND_WORKERS) as pool:
-        futures = {row: pool.submit(_command, *row) for row in ROWS}
+        futures = {row: pool.submit(_command, *row) for row in selected}
         yield futures
         for future in futures.values():
             future.cancel()
