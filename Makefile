@@ -55,8 +55,10 @@ docs: $(STAMP)
 system-packages:
 	bash scripts/system-packages.sh
 
+# The site `docs` has just built is the one tests/docs/test_mermaid.py opens in the browser
+# (TESTS_DOCS_SITE), rather than a second build of the same sources.
 test: system-packages $(STAMP) lint docs
-	$(BIN)/python -m pytest -q
+	TESTS_DOCS_SITE=$(CURDIR)/site $(BIN)/python -m pytest -q
 
 # `make bench` first installs the bench extra (matplotlib) on top of dev, once per pyproject change.
 $(VENV)/.installed-bench: $(STAMP)

@@ -8,6 +8,7 @@ import ssl
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ import pytest
 from example_servers.refund_gate import app as refund_gate_app
 from handler_kit import HookApp
 from tests.support.processes import REPO
+from tests.support.wheel import build_wheel
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -109,3 +111,11 @@ def refund_app() -> HookApp:
     """The example refund gate (example_servers/refund_gate.py), for every test that needs
     "a refund gate": over $500 denied, fail closed; a Stop without a ticket number sent back."""
     return refund_gate_app
+
+
+@pytest.fixture(scope="session")
+def checkout_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel of this checkout (tests/support/wheel.py), built once for the whole run: each
+    build is a pip isolated build environment and three build-backend processes, the same
+    work whichever test asks first."""
+    return build_wheel(tmp_path_factory.mktemp("wheel"))

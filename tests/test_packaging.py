@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import site
 import subprocess
 import sys
@@ -25,8 +24,6 @@ import handler_kit
 from handler_kit.cli import COMMANDS
 
 ROOT = Path(__file__).resolve().parents[1]
-# What building the wheel reads: pyproject.toml names README.md and LICENSE
-SOURCES = ("pyproject.toml", "README.md", "LICENSE", "handler_kit")
 VERSION = handler_kit.__version__
 DIST_INFO = f"handler_kit-{VERSION}.dist-info"
 
@@ -61,18 +58,9 @@ def _run(argv: list[str | Path], **kwargs: Any) -> subprocess.CompletedProcess[s
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    source = tmp_path_factory.mktemp("source")
-    for name in SOURCES:
-        path = ROOT / name
-        if path.is_dir():
-            shutil.copytree(path, source / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(path, source / name)
-    out = tmp_path_factory.mktemp("dist")
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--wheel-dir", out, source])
-    (built,) = out.glob("*.whl")
-    return built
+def wheel(checkout_wheel: Path) -> Path:
+    """The wheel built from this checkout (the suite's ``checkout_wheel``)."""
+    return checkout_wheel
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,11 @@
 Mermaid script with the site (scripts/mermaid.sh), and the theme uses it rather than its CDN.
 
 The site is built as ``make docs`` builds it, then opened from disk in headless Chromium with
-every request off this machine refused: the diagram must be drawn, not shown as its source."""
+every request off this machine refused: the diagram must be drawn, not shown as its source.
+
+``make test`` runs ``make docs`` first and names the site it has just built in
+``TESTS_DOCS_SITE``: that very site is opened then, rather than a second build of the same
+sources. Without it (pytest run alone) the test builds the site itself, as ``make docs`` does."""
 
 from __future__ import annotations
 
@@ -15,9 +19,8 @@ from tests.docs.pages import REPO
 from tests.inspector.test_browser import CHROMIUM, CHROMIUM_ARGS, WAIT_MS, require_browser
 
 
-def test_the_diagrams_render_offline_from_the_shipped_script(tmp_path: Path) -> None:
-    sync_api = require_browser()
-    site = tmp_path / "site"
+def _build_site(site: Path) -> Path:
+    """The site as ``make docs`` builds it: mkdocs, then scripts/mermaid.sh."""
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     mkdocs = Path(sys.executable).parent / "mkdocs"
     subprocess.run(
@@ -28,6 +31,13 @@ def test_the_diagrams_render_offline_from_the_shipped_script(tmp_path: Path) -> 
         timeout=300,
     )
     subprocess.run(["bash", "scripts/mermaid.sh", str(site)], cwd=REPO, check=True, timeout=300)
+    return site
+
+
+def test_the_diagrams_render_offline_from_the_shipped_script(tmp_path: Path) -> None:
+    sync_api = require_browser()
+    built = os.environ.get("TESTS_DOCS_SITE")
+    site = Path(built) if built else _build_site(tmp_path / "site")
     script = site / "javascripts" / "mermaid.min.js"
     assert script.stat().st_size > 1_000_000
     page_file = site / "architecture" / "index.html"

@@ -3,9 +3,10 @@ file written and each command run in order, the long-running ones (``# runs unti
 started and waited for until their section ends. It ends with a gate that is tested,
 installed into Claude Code's settings and served with tokens and an audit trail.
 
-The virtualenv is new, and handler-kit is installed into it with pip from a copy of this
-repository (``--no-deps``: the dependencies are found in the test run's own environment,
-through a ``.pth`` file; only the build backend comes from the package index)."""
+The virtualenv is new, and handler-kit is installed into it with pip: the wheel built from this
+checkout (``checkout_wheel``, built once per run with the build backend from the package index,
+as pip builds a source distribution for a user), with ``--no-deps``: the dependencies are found
+in the test run's own environment, through a ``.pth`` file."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.docs.pages import REPO, page
+from tests.docs.pages import page
 from tests.support.processes import clean_env, free_port
 
 LONG_RUNNING = "# runs until Ctrl-C"
@@ -30,8 +30,8 @@ START_TIMEOUT = 60.0
 STEP_TIMEOUT = 120.0
 
 
-def _fresh_venv(where: Path) -> Path:
-    """A new virtualenv with handler-kit pip-installed from a copy of the repository."""
+def _fresh_venv(where: Path, wheel: Path) -> Path:
+    """A new virtualenv with handler-kit pip-installed from the wheel of this checkout."""
     venv = where / ".venv"
     subprocess.run(
         [
@@ -49,20 +49,8 @@ def _fresh_venv(where: Path) -> Path:
     # the dependencies (and pip), from this run's environment: processed as a site folder,
     # after the new virtualenv's own, so the handler-kit installed below is the one imported
     (site / "zz_test_dependencies.pth").write_text(f"import site; site.addsitedir({str(ours)!r})\n")
-    source = where / "handler-kit-source"
-    shutil.copytree(
-        REPO,
-        source,
-        ignore=shutil.ignore_patterns(
-            ".venv", ".git", "site", "build", "*.egg-info", "__pycache__", ".*_cache", "tests"
-        ),
-    )
-    subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", str(source)],
-        check=True,
-        timeout=STEP_TIMEOUT,
-        capture_output=True,
-    )  # fmt: skip
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", "--no-index"]
+    subprocess.run([*pip, str(wheel)], check=True, timeout=STEP_TIMEOUT, capture_output=True)
     return venv
 
 
@@ -85,11 +73,11 @@ def _wait_listening(port: int, server: subprocess.Popen[bytes], log: Path) -> No
     raise AssertionError(f"not listening on {port}:\n{log.read_text()}")
 
 
-def test_the_tutorial_runs_as_written(tmp_path: Path) -> None:
+def test_the_tutorial_runs_as_written(tmp_path: Path, checkout_wheel: Path) -> None:
     text = page("tutorial.md")
     project = tmp_path / "first-policy"
     project.mkdir()
-    venv = _fresh_venv(project)
+    venv = _fresh_venv(project, checkout_wheel)
     env = clean_env()
     env.pop("PYTHONPATH", None)
     env.update(VIRTUAL_ENV=str(venv), PATH=f"{venv / 'bin'}:{env['PATH']}")

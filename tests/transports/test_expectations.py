@@ -13,7 +13,7 @@ import contextlib
 import json
 import subprocess
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +121,10 @@ def _stdout_json(stdout: bytes) -> dict[str, Any]:
     return json.loads(text) if text else {}
 
 
+# child processes at once: the command rows run behind the server rows, in this process
+COMMAND_WORKERS = 4
+
+
 def _command(case: str, shape: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
         [
@@ -136,23 +140,6 @@ def _command(case: str, shape: str) -> subprocess.CompletedProcess[bytes]:
         env=clean_env(),
         timeout=60,
     )
-
-
-@pytest.fixture(scope="module")
-def command_runs() -> dict[tuple[str, str], subprocess.CompletedProcess[bytes]]:
-    """Every row as a command hook, a few processes at a time (each is a Python start-up)."""
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        futures = {row: pool.submit(_command, *row) for row in ROWS}
-        return {row: future.result() for row, future in futures.items()}
-
-
-@pytest.mark.parametrize(("case", "shape"), ROWS)
-def test_command_hook(
-    case: str, shape: str, command_runs: dict[tuple[str, str], subprocess.CompletedProcess[bytes]]
-) -> None:
-    proc = command_runs[case, shape]
-    code, body = command_expectation(case)
-    assert (proc.returncode, _stdout_json(proc.stdout)) == (code, body), proc.stderr.decode()
 
 
 def _mcp_call(url: str, case: str) -> tuple[bool, Any]:
@@ -221,11 +208,8 @@ def test_server_transports(case: str, shape: str, servers: dict[tuple[str, str],
     assert got == {"/hooks/h": want, "/hooks": want, "mcp": mcp}
 
 
-@pytest.mark.parametrize("case", list(BEHAVIOURS))
-def test_forwarder(case: str, servers: dict[tuple[str, str], str]) -> None:
-    """The forwarder prints what the server answered, as a command hook would."""
-    url = servers[case, "async_await"]
-    proc = subprocess.run(
+def _forward(url: str, case: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
         [str(HANDLER_KIT), "forward", f"{url}/hooks/h", "--timeout", "10"],
         input=json.dumps(hook_input(case)).encode(),
         capture_output=True,
@@ -233,6 +217,26 @@ def test_forwarder(case: str, servers: dict[tuple[str, str], str]) -> None:
         env=clean_env(HANDLER_KIT_TOKEN=TOKEN),
         timeout=60,
     )
+
+
+@pytest.fixture(scope="module")
+def forwarder_runs(
+    servers: dict[tuple[str, str], str],
+) -> dict[str, subprocess.CompletedProcess[bytes]]:
+    """Every case through the forwarder to its server, a few processes at a time."""
+    with ThreadPoolExecutor(max_workers=COMMAND_WORKERS) as pool:
+        futures = {
+            case: pool.submit(_forward, servers[case, "async_await"], case) for case in BEHAVIOURS
+        }
+        return {case: future.result() for case, future in futures.items()}
+
+
+@pytest.mark.parametrize("case", list(BEHAVIOURS))
+def test_forwarder(
+    case: str, forwarder_runs: dict[str, subprocess.CompletedProcess[bytes]]
+) -> None:
+    """The forwarder prints what the server answered, as a command hook would."""
+    proc = forwarder_runs[case]
     # a server's 500 gives no answer: the forwarder exits 0 with nothing, as a fail-open check
     # that failed (only a fail-closed route answers its safe decision when the server cannot)
     assert (proc.returncode, _stdout_json(proc.stdout)) == (0, EXPECTED[case]), proc.stderr.decode()
@@ -254,3 +258,36 @@ def test_observed_server_recorded(tmp_path: Path) -> None:
         assert r.json() == {}
     lines = [json.loads(line) for line in trail.read_text().splitlines()]
     assert lines, "the audit trail recorded nothing"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def command_runs(
+    request: pytest.FixtureRequest,
+) -> Iterator[dict[tuple[str, str], Future[subprocess.CompletedProcess[bytes]]]]:
+    """Every selected row as a command hook, a few processes at a time (each is a Python
+    start-up), started with the module's first test: they run while the server rows (in this
+    process) are checked, and each command row waits for its own process."""
+    selected = [
+        (item.callspec.params["case"], item.callspec.params["shape"])
+        for item in request.session.items
+        if isinstance(item, pytest.Function)
+        and item.module is request.module
+        and item.originalname == "test_command_hook"
+    ]
+    with ThreadPoolExecutor(max_workers=COMMAND_WORKERS) as pool:
+        futures = {row: pool.submit(_command, *row) for row in selected}
+        yield futures
+        for future in futures.values():
+            future.cancel()
+
+
+# the command rows come last in the module, so their processes run behind the server rows
+@pytest.mark.parametrize(("case", "shape"), ROWS)
+def test_command_hook(
+    case: str,
+    shape: str,
+    command_runs: dict[tuple[str, str], Future[subprocess.CompletedProcess[bytes]]],
+) -> None:
+    proc = command_runs[case, shape].result()
+    code, body = command_expectation(case)
+    assert (proc.returncode, _stdout_json(proc.stdout)) == (code, body), proc.stderr.decode()
