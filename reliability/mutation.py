@@ -39,6 +39,7 @@ START, END = "<!-- mutation:start -->", "<!-- mutation:end -->"
 EQUIVALENT = ROOT / "tests" / "mutation" / "equivalent.txt"
 MUTANTS = ROOT / "mutants"
 TIMING = MUTANTS / "handler-kit-run.json"
+SITE = Path(__file__).resolve().parent / "mutation_site"
 
 # mutmut's exit codes per mutant (mutmut/stats.py), folded into the columns of the report.
 KILLED = {1, 3}
