@@ -8,7 +8,7 @@ APP ?= refund_gate
 RUN_STAMP := $(VENV)/.installed-run
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: install run test lint docs bench test-container test-runtimes clean system-packages reliability fuzz generate
+.PHONY: install run test lint docs bench test-container test-runtimes clean system-packages reliability fuzz generate mutation
 
 # `make run` installs the package alone; `make test` adds the test tools (the dev extra).
 $(RUN_STAMP): pyproject.toml
@@ -73,6 +73,18 @@ bench: $(VENV)/.installed-bench
 reliability: $(STAMP)
 	$(BIN)/python -m reliability --fuzz-summary $(FUZZ_SUMMARY) $(RELIABILITY_ARGS)
 
+# Mutation testing of the answer path (reliability/mutation.py; settings in [tool.mutmut] of
+# pyproject.toml): each mutant runs the tests that call its function, niced for a shared machine.
+# Prints the kill rate and its time and rewrites the mutation section of docs/reliability.md.
+# mutmut works in mutants/ (ignored by git); MUTATION_ARGS passes patterns, e.g.
+# MUTATION_ARGS="handler_kit.core.merge*". Not part of `make test`.
+$(VENV)/.installed-mutation: $(STAMP)
+	$(BIN)/python -m pip install -q -e ".[dev,mutation]"
+	touch $(VENV)/.installed-mutation
+
+mutation: $(VENV)/.installed-mutation
+	nice -n 10 $(BIN)/python -m reliability.mutation $(MUTATION_ARGS)
+
 # The property-based tests of tests/fuzz, long: FUZZ_EXAMPLES per property from a fresh seed
 # (`make test` runs the same properties briefly, derandomized). Prints examples, failures and
 # time per property, and writes them as JSON to FUZZ_SUMMARY. Not part of `make test`.
@@ -94,4 +106,4 @@ test-container: $(STAMP)
 	bash docker/test-container.sh
 
 clean:
-	rm -rf $(VENV) .pytest_cache site bench/results/*.tmp
+	rm -rf $(VENV) .pytest_cache site bench/results/*.tmp mutants

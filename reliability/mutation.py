@@ -1,0 +1,237 @@
+"""Mutation testing of the answer path: ``make mutation``.
+
+Runs mutmut over the modules of ``[tool.mutmut] only_mutate`` (pyproject.toml). mutmut first
+runs the selected test folders once, unmutated, recording which tests call each function; each
+mutant then runs only those tests, in a forked worker, stopping at the first failure. The run
+prints, per module, the mutants generated, killed, survived, timed out and left without a
+covering test, the kill rate and the time, writes ``reliability/results/mutation.json`` and the
+mutation section of ``docs/reliability.md`` (between its markers).
+
+Child processes that tests start (``python -m handler_kit``, ``handler-kit serve``, the command
+hook) import the mutated tree too: the run puts ``mutants/`` first on ``PYTHONPATH`` and mutmut
+names the mutant under test in the environment they inherit. Which tests run for a mutant is
+decided in-process only, so a test that reaches a function only through a child is not chosen
+for that function's mutants.
+
+A survivor that no test can kill, because it does not change what the code does, is argued in
+``tests/mutation/equivalent.txt``, one line per mutant: ``<mutant name>: <why>``. It counts as
+equivalent, not as a survivor, and the report says so.
+
+``--report`` reads the results of the last run (``mutants/``) without running anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reliability.run import RESULTS, ROOT, machine, write_doc
+
+START, END = "<!-- mutation:start -->", "<!-- mutation:end -->"
+EQUIVALENT = ROOT / "tests" / "mutation" / "equivalent.txt"
+MUTANTS = ROOT / "mutants"
+TIMING = MUTANTS / "handler-kit-run.json"
+SITE = Path(__file__).resolve().parent / "mutation_site"
+
+# mutmut's exit codes per mutant (mutmut/stats.py), folded into the columns of the report.
+KILLED = {1, 3}
+SURVIVED = {0}
+NO_TESTS = {5, 33}
+TIMEOUT = {36, 24, -24, 152, 255}
+NOT_CHECKED = {None}
+
+
+def status(exit_code: int | None) -> str:
+    if exit_code in KILLED:
+        return "killed"
+    if exit_code in SURVIVED:
+        return "survived"
+    if exit_code in NO_TESTS:
+        return "no tests"
+    if exit_code in TIMEOUT:
+        return "timeout"
+    if exit_code in NOT_CHECKED:
+        return "not checked"
+    return "suspicious"
+
+
+def module_of(mutant: str) -> str:
+    """``handler_kit.core.app.xǁHookAppǁanswer__mutmut_3`` -> ``handler_kit.core.app``."""
+    head = mutant.split("__mutmut_")[0]
+    return head.rpartition(".")[0]
+
+
+def read_equivalents(text: str) -> dict[str, str]:
+    """``<mutant>: <reason>`` per line; blank lines and ``#`` comments are skipped. A line
+    without a reason is an error: an equivalence is an argument, never a bare name."""
+    found: dict[str, str] = {}
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, sep, reason = line.partition(": ")
+        if not sep or not reason.strip() or "__mutmut_" not in name:
+            raise ValueError(f"{EQUIVALENT.name}:{number}: expected '<mutant>: <reason>'")
+        found[name.strip()] = reason.strip()
+    return found
+
+
+@dataclass
+class Module:
+    name: str
+    counts: dict[str, int] = field(default_factory=dict)
+    survivors: list[str] = field(default_factory=list)
+    equivalent: list[str] = field(default_factory=list)
+
+    @property
+    def generated(self) -> int:
+        return sum(self.counts.values())
+
+    @property
+    def detected(self) -> int:
+        """Killed, or hung until mutmut's CPU limit (a test that never ends is a failure)."""
+        return self.counts.get("killed", 0) + self.counts.get("timeout", 0)
+
+
+def tally(exit_codes: Mapping[str, int | None], equivalents: Mapping[str, str]) -> list[Module]:
+    """Per module, the mutants of each status; survivors argued equivalent in a column of
+    their own."""
+    modules: dict[str, Module] = {}
+    for mutant, code in sorted(exit_codes.items()):
+        module = modules.setdefault(module_of(mutant), Module(module_of(mutant)))
+        kind = status(code)
+        if kind == "survived" and mutant in equivalents:
+            kind = "equivalent"
+            module.equivalent.append(mutant)
+        elif kind == "survived":
+            module.survivors.append(mutant)
+        module.counts[kind] = module.counts.get(kind, 0) + 1
+    return list(modules.values())
+
+
+def read_meta(folder: Path) -> dict[str, int | None]:
+    """Every mutant's exit code from mutmut's ``*.meta`` files under ``folder``."""
+    codes: dict[str, int | None] = {}
+    for meta in sorted(folder.rglob("*.py.meta")):
+        codes.update(json.loads(meta.read_text())["exit_code_by_key"])
+    return codes
+
+
+COLUMNS = ("killed", "timeout", "survived", "equivalent", "no tests", "not checked", "suspicious")
+
+
+def rate(detected: int, generated: int) -> str:
+    return f"{100 * detected / generated:.1f}%" if generated else "-"
+
+
+def render(modules: Iterable[Module], seconds: float | None, header: str) -> str:
+    modules = list(modules)
+    lines = [
+        header,
+        "",
+        "| module | generated | " + " | ".join(COLUMNS) + " | kill rate |",
+        "|---|" + "---|" * (len(COLUMNS) + 2),
+    ]
+    total = Module("all")
+    for module in modules:
+        cells = [str(module.counts.get(c, 0)) for c in COLUMNS]
+        lines.append(
+            f"| `{module.name}` | {module.generated} | "
+            + " | ".join(cells)
+            + f" | {rate(module.detected, module.generated)} |"
+        )
+        for kind, count in module.counts.items():
+            total.counts[kind] = total.counts.get(kind, 0) + count
+        total.survivors += module.survivors
+    cells = [str(total.counts.get(c, 0)) for c in COLUMNS]
+    lines.append(
+        f"| all | {total.generated} | "
+        + " | ".join(cells)
+        + f" | {rate(total.detected, total.generated)} |"
+    )
+    lines.append("")
+    took = f" in {seconds / 60:.1f} min" if seconds is not None else ""
+    lines.append(
+        f"Kill rate{took}: {rate(total.detected, total.generated)} of the generated mutants "
+        f"killed or timed out; {total.counts.get('equivalent', 0)} argued equivalent "
+        f"(tests/mutation/equivalent.txt)."
+    )
+    if total.survivors:
+        lines.append("")
+        lines.append("Survivors without a test or an argument yet (`mutmut show NAME`):")
+        lines.append("")
+        lines += [f"- `{name}`" for name in total.survivors]
+    return "\n".join(lines)
+
+
+def run_mutmut(patterns: list[str], children: int) -> float:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(MUTANTS), env.get("PYTHONPATH", "")) if p)
+    command = [str(Path(sys.executable).parent / "mutmut"), "run", "--max-children", str(children)]
+    started = time.monotonic()
+    subprocess.run([*command, *patterns], cwd=ROOT, env=env, check=True)
+    seconds = time.monotonic() - started
+    TIMING.write_text(json.dumps({"seconds": seconds, "patterns": patterns}) + "\n")
+    return seconds
+
+
+def mutated_files() -> list[str]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]
+    return list(config["only_mutate"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m reliability.mutation", description=__doc__)
+    parser.add_argument(
+        "patterns",
+        nargs="*",
+        help="mutant name patterns for mutmut (e.g. 'handler_kit.core.merge*'); default: all",
+    )
+    parser.add_argument("--report", action="store_true", help="report the last run, run nothing")
+    parser.add_argument("--no-doc", action="store_true", help="do not rewrite docs/reliability.md")
+    parser.add_argument("--max-children", type=int, default=os.cpu_count() or 2)
+    options = parser.parse_args(argv)
+    seconds: float | None = None
+    where = machine()
+    if not options.report:
+        seconds = run_mutmut(options.patterns, options.max_children)
+    elif TIMING.exists():
+        seconds = json.loads(TIMING.read_text())["seconds"]
+    equivalents = read_equivalents(EQUIVALENT.read_text()) if EQUIVALENT.exists() else {}
+    modules = tally(read_meta(MUTANTS / "handler_kit"), equivalents)
+    header = (
+        f"Measured {time.strftime('%Y-%m-%d')} on {where} by `make mutation`, "
+        f"over {', '.join(f'`{f}`' for f in mutated_files())}."
+    )
+    text = render(modules, seconds, header)
+    print(text)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "mutation.json").write_text(
+        json.dumps(
+            {
+                "date": time.strftime("%Y-%m-%d"),
+                "machine": where,
+                "seconds": seconds,
+                "modules": [
+                    {"name": m.name, "counts": m.counts, "survivors": m.survivors} for m in modules
+                ],
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    if not options.no_doc:
+        write_doc(text, START, END)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""The pieces of `make mutation` that are ours: the reading of mutmut's results, the list of
+equivalent mutants and the table written into docs/reliability.md. A full run is minutes of
+mutmut and not part of `make test`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from reliability import mutation
+
+APP = "handler_kit.core.app.xǁHookAppǁanswer__mutmut_"
+MERGE = "handler_kit.core.merge.x_merge__mutmut_"
+
+
+def test_exit_codes_fold_into_the_reports_columns() -> None:
+    assert [mutation.status(c) for c in (1, 3, 0, 33, 5, 36, -24, None, 37, -11)] == [
+        "killed",
+        "killed",
+        "survived",
+        "no tests",
+        "no tests",
+        "timeout",
+        "timeout",
+        "not checked",
+        "suspicious",
+        "suspicious",
+    ]
+
+
+def test_module_of_a_method_and_of_a_function() -> None:
+    assert mutation.module_of(APP + "12") == "handler_kit.core.app"
+    assert mutation.module_of(MERGE + "3") == "handler_kit.core.merge"
+
+
+def test_equivalents_need_a_reason() -> None:
+    text = f"# comment\n\n{MERGE}1: the default is the same object\n"
+    assert mutation.read_equivalents(text) == {MERGE + "1": "the default is the same object"}
+    with pytest.raises(ValueError, match=r"equivalent.txt:2: expected"):
+        mutation.read_equivalents(f"# c\n{MERGE}1\n")
+    with pytest.raises(ValueError, match=r"equivalent.txt:1: expected"):
+        mutation.read_equivalents("not a mutant: reason\n")
+
+
+def test_meta_files_tally_per_module(tmp_path: Path) -> None:
+    core = tmp_path / "handler_kit" / "core"
+    core.mkdir(parents=True)
+    meta: dict[str, object] = {"hash_by_function_name": {}, "durations_by_key": {}}
+    (core / "merge.py.meta").write_text(
+        json.dumps({**meta, "exit_code_by_key": {MERGE + "1": 1, MERGE + "2": 0, MERGE + "3": 0}})
+    )
+    (core / "app.py.meta").write_text(
+        json.dumps({**meta, "exit_code_by_key": {APP + "1": 1, APP + "2": 36, APP + "3": 33}})
+    )
+    codes = mutation.read_meta(tmp_path / "handler_kit")
+    assert len(codes) == 6
+    modules = mutation.tally(codes, {MERGE + "3": "same answer"})
+    by_name = {m.name: m for m in modules}
+    assert by_name["handler_kit.core.merge"].counts == {"killed": 1, "survived": 1, "equivalent": 1}
+    assert by_name["handler_kit.core.merge"].survivors == [MERGE + "2"]
+    assert by_name["handler_kit.core.app"].counts == {"killed": 1, "timeout": 1, "no tests": 1}
+    assert by_name["handler_kit.core.app"].detected == 2
+
+
+def test_the_table_gives_the_kill_rate_and_names_the_survivors() -> None:
+    codes = {MERGE + "1": 1, MERGE + "2": 0, MERGE + "3": 0, APP + "1": 1, APP + "2": 36}
+    text = mutation.render(mutation.tally(codes, {MERGE + "3": "why"}), 1500.0, "Measured now.")
+    assert text.splitlines()[:3] == [
+        "Measured now.",
+        "",
+        "| module | generated | killed | timeout | survived | equivalent | no tests "
+        "| not checked | suspicious | kill rate |",
+    ]
+    assert "| `handler_kit.core.app` | 2 | 1 | 1 | 0 | 0 | 0 | 0 | 0 | 100.0% |" in text
+    assert "| `handler_kit.core.merge` | 3 | 1 | 0 | 1 | 1 | 0 | 0 | 0 | 33.3% |" in text
+    assert "| all | 5 | 2 | 1 | 1 | 1 | 0 | 0 | 0 | 60.0% |" in text
+    assert "Kill rate in 25.0 min: 60.0% of the generated mutants killed or timed out; " in text
+    assert text.endswith(f"\n- `{MERGE}2`")
+
+
+def test_the_section_goes_between_its_markers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reliability import run
+
+    page = tmp_path / "reliability.md"
+    page.write_text(f"head\n{mutation.START}\nold\n{mutation.END}\ntail\n")
+    monkeypatch.setattr(run, "DOC", page)
+    run.write_doc("new table", mutation.START, mutation.END)
+    assert page.read_text() == f"head\n{mutation.START}\nnew table\n{mutation.END}\ntail\n"
