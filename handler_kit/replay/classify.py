@@ -148,7 +148,7 @@ def compare_aspects(old: Aspects, new: Aspects) -> tuple[Verdict, list[Differenc
         ("system_message", old.system_message, new.system_message),
     ):
         if a != b:
-            differences.append(Difference(name, text(a), text(b)))
+            differences.append(Difference(name, *texts(a, b)))
     if old.updated_input != new.updated_input:
         differences.append(
             Difference("updated_input", as_json(old.updated_input), as_json(new.updated_input))
@@ -164,6 +164,26 @@ def compare_aspects(old: Aspects, new: Aspects) -> tuple[Verdict, list[Differenc
     if new_rank < old_rank:
         return "loosened", differences
     return ("changed" if differences else "unchanged"), differences
+
+
+# How much of a long text is shown before the first character that differs
+LEAD = 24
+
+
+def texts(a: str | None, b: str | None) -> tuple[str, str]:
+    """Two texts as a difference shows them: quoted, and when both are long and begin alike,
+    from a little before the first character that differs (the start elided as ``...``)."""
+    if a is None or b is None or len(a) + len(b) < 160:
+        return text(a), text(b)
+    same = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        same += 1
+    cut = max(same - LEAD, 0)
+    if cut < 10:
+        return text(a), text(b)
+    return "..." + text(a[cut:]), "..." + text(b[cut:])
 
 
 def text(value: str | None) -> str:

@@ -88,6 +88,10 @@ def header(outcome: Outcome) -> str:
     parts = [recorded.event_id, recorded.time, recorded.event]
     if recorded.tool_name:
         parts.append(recorded.tool_name)
+    tool_input = (recorded.input or {}).get("tool_input")
+    if isinstance(tool_input, dict):
+        shown = json.dumps(tool_input, ensure_ascii=False, sort_keys=True)
+        parts.append(shown if len(shown) <= 80 else shown[:77] + "...")
     return " ".join(p for p in parts if p)
 
 
