@@ -143,6 +143,7 @@ def _identity(outcome: Outcome) -> dict[str, Any]:
         "time": recorded.time,
         "event": recorded.event,
         "tool_name": recorded.tool_name,
+        "input": recorded.input,
     }
 
 
