@@ -108,12 +108,14 @@ def text_report(summary: Summary) -> str:
                 lines.append(f"  {verdict.upper():<9} {header(outcome)}")
                 lines.extend(f"            {d}" for d in differences)
     if summary.not_replayed:
-        lines.append("")
+        if lines:
+            lines.append("")
         lines.append("not replayed (reported apart, never counted as unchanged):")
         for kind, words in NOT_REPLAYED_WORDS.items():
             for why, count in summary.reasons.get(kind, Counter()).most_common():
                 lines.append(f"  {count} {words}: {why}")
-    lines.append("")
+    if lines:
+        lines.append("")
     lines.append(f"decisions: {summary.totals()}")
     return "\n".join(lines) + "\n"
 
