@@ -127,16 +127,16 @@ def _handler(data: Mapping[str, Any], name_key: str = "name") -> RecordedHandler
 def _why_incomplete_v2(record: Mapping[str, Any], recorded_input: Any) -> str | None:
     if not isinstance(recorded_input, dict):
         return "the record holds no input"
+    # The writer's word is checked against the text too: a marker anywhere means a value is
+    # not the one the handler saw.
+    marker = altered(recorded_input)
+    if marker is not None:
+        return marker
     if record.get("input_complete") is not True:
         return (
             "the record does not hold the whole input (record it with "
             "HANDLER_KIT_AUDIT_INPUT=full), or something in it was redacted or truncated"
         )
-    # The writer's word is checked against the text: a marker anywhere means a value is not
-    # the one the handler saw.
-    marker = altered(recorded_input)
-    if marker is not None:
-        return marker
     return None
 
 

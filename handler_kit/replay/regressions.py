@@ -16,12 +16,22 @@ from pathlib import Path
 from typing import Any
 
 from handler_kit.replay.classify import aspects
-from handler_kit.replay.report import header
+from handler_kit.replay.report import summary
 from handler_kit.replay.run import Outcome
 
 SUFFIXES = (".json", ".jsonl", ".yaml", ".yml")
 # The decisions a case can expect (the rest, ``halt``, has no field in a case)
 CASE_DECISIONS = ("allow", "deny", "ask", "defer", "block", "none")
+
+
+# The characters a pattern reads as syntax (re.escape escapes spaces and commas too, which a
+# person reading the case has to see through)
+_SYNTAX = re.compile(r"([.^$*+?{}\[\]\\|()])")
+
+
+def escape(text: str) -> str:
+    """``text`` as a pattern that matches it and nothing else, readable."""
+    return _SYNTAX.sub(r"\\\1", text)
 
 
 class CasesError(Exception):
@@ -36,15 +46,16 @@ def case_of(outcome: Outcome) -> dict[str, Any]:
     if found.decision in CASE_DECISIONS:
         expect["decision"] = found.decision
     if found.reason is not None:
-        expect["reason"] = f"^{re.escape(found.reason)}$"
+        expect["reason"] = f"^{escape(found.reason)}$"
     if found.context is not None:
         expect["context_contains"] = [found.context]
     if found.system_message is not None:
-        expect["system_message"] = f"^{re.escape(found.system_message)}$"
+        expect["system_message"] = f"^{escape(found.system_message)}$"
     if outcome.recorded.event == "PreToolUse" or found.updated_input is not None:
         expect["updated_input"] = found.updated_input
     return {
-        "name": f"{outcome.verdict}: {header(outcome)}",
+        # the decision's id keeps names unique: two changes can share an input
+        "name": f"{outcome.verdict} {outcome.recorded.event_id}: {summary(outcome)}",
         "event": outcome.recorded.input,
         "expect": expect,
     }

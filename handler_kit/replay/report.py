@@ -83,9 +83,15 @@ class Summary:
 
 
 def header(outcome: Outcome) -> str:
-    """``evt_... 2026-05-09T07:35:25.123Z PreToolUse issue_refund``"""
+    """``evt_... 2026-05-09T07:35:25.123Z PreToolUse issue_refund {"amount": 640}``"""
     recorded = outcome.recorded
-    parts = [recorded.event_id, recorded.time, recorded.event]
+    return f"{recorded.event_id} {recorded.time} {summary(outcome)}"
+
+
+def summary(outcome: Outcome) -> str:
+    """``PreToolUse issue_refund {"amount": 640}``: the event, its tool and tool input."""
+    recorded = outcome.recorded
+    parts = [recorded.event]
     if recorded.tool_name:
         parts.append(recorded.tool_name)
     tool_input = (recorded.input or {}).get("tool_input")
