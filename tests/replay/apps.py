@@ -16,3 +16,11 @@ def file_ticket(event: PreToolUse):
     if isinstance(amount, int) and amount > 100:
         return deny("A ticket was filed for this refund.")
     return None
+
+
+crashing = HookApp("refund-gate")
+
+
+@crashing.pre_tool_use(matcher="issue_refund", fail_closed=True)
+def refund_gate(event: PreToolUse):
+    raise RuntimeError("the limit service is down")

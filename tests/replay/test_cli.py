@@ -320,3 +320,19 @@ def test_a_progress_bar_only_on_a_terminal(tmp_path: Path) -> None:
     assert piped.stdout.splitlines()[-1] == (
         "decisions: 3000 replayed: 3000 unchanged, 0 tightened, 0 loosened, 0 changed"
     )
+
+
+def test_a_candidate_that_crashes_is_shown_failing(
+    log: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = replay(capsys, str(log), "--app", "tests.replay.apps:crashing", "--limit", "2")
+    # $640 was denied and still is (fail closed), $20 ran and is now denied: both say why
+    assert code == 0  # nothing loosened
+    lines = out.splitlines()
+    assert lines[-1] == "decisions: 2 replayed: 0 unchanged, 1 tightened, 0 loosened, 1 changed"
+    assert "refund_gate: 2 replayed: 0 unchanged, 1 tightened, 0 loosened, 1 changed" in lines
+    assert '            status: was none, now "fail_closed"' in lines
+    assert any(
+        line.startswith('            error: was none, now "RuntimeError: the limit service is down')
+        for line in lines
+    )
