@@ -24,7 +24,8 @@ TOTALS = (
 
 
 def _records() -> list[dict[str, Any]]:
-    """The traffic's decisions, then a version-1 answer and its invocation record."""
+    """The traffic's decisions, a shadow record, then a version-1 answer and its invocation
+    record."""
     records = [decision_record(old_app, event, n) for n, (_, event, _) in enumerate(TRAFFIC)]
     invocation = {
         "schema_version": 1,
@@ -49,7 +50,16 @@ def _records() -> list[dict[str, Any]]:
         "handlers": ["refund_gate"],
         "input": {"tool_input": TRAFFIC[0][1]["tool_input"]},
     }
-    return [*records, invocation, answer]
+    # a shadow candidate's answer to the first decision: not a decision of the log
+    shadow = {
+        **records[0],
+        "kind": "shadow",
+        "event_id": "evt_shadow",
+        "decision_id": records[0]["event_id"],
+        "input": None,
+        "agrees": False,
+    }
+    return [*records, shadow, invocation, answer]
 
 
 def _lines(records: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str]]:
