@@ -119,3 +119,14 @@ def checkout_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     build is a pip isolated build environment and three build-backend processes, the same
     work whichever test asks first."""
     return build_wheel(tmp_path_factory.mktemp("wheel"))
+
+
+@pytest.fixture(scope="session")
+def postgres_server_url() -> Any:
+    """A throw-away PostgreSQL server (tests/support/postgres.py), one per session, shared by
+    the audit tests and the replay tests: each test makes its own database with
+    ``new_database`` (skipped where PostgreSQL is not installed, outside CI)."""
+    from tests.support.postgres import postgres_server
+
+    with postgres_server() as url:
+        yield url
