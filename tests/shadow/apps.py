@@ -17,7 +17,7 @@ GATE_SECONDS = 0.02
 
 
 def _gate_decision(event: PreToolUse) -> Output | None:
-    command = str(event.tool_input.get("command", ""))
+    command = str((event.tool_input or {}).get("command", ""))
     if "rm -rf" in command:
         return deny("rm -rf is not allowed")
     return None
@@ -88,7 +88,7 @@ stricter = HookApp("stricter")
 @stricter.pre_tool_use(matcher="Bash", name="bash_gate")
 async def stricter_gate(event: PreToolUse) -> Output | None:
     await asyncio.sleep(GATE_SECONDS)
-    if "rm " in str(event.tool_input.get("command", "")):
+    if "rm " in str((event.tool_input or {}).get("command", "")):
         return deny("rm is not allowed")
     return None
 
