@@ -23,13 +23,12 @@ if TYPE_CHECKING:
     from starlette.routing import BaseRoute
 
     from handler_kit.auth import BearerAuth
-    from handler_kit.core.app import HookApp
     from handler_kit.core.outputs import Output
 
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 DEFAULT_MCP_PATH = "/mcp"
 DEFAULT_AUDIT_QUEUE_SIZE = 10_000
-# shadow mode: candidate answers waiting for the candidate's thread, past which they are shed
+# shadow mode: answers handed to the candidate and not yet answered, past which more are shed
 DEFAULT_SHADOW_QUEUE_SIZE = 1000
 DEFAULT_SHADOW_TIMEOUT = 5.0
 DEFAULT_IDEMPOTENCY_TTL = 3600.0
@@ -278,21 +277,19 @@ class ServerConfig:
     cache_dir: str | None = None
     operations: OperationsConfig = field(default_factory=OperationsConfig)
     extensions: Sequence[Extension] = ()
-    # shadow mode: a candidate app (MODULE:ATTR, or the HookApp itself in code) that answers
-    # every answered event again, after the answer is sent, on threads of its own
-    shadow: str | HookApp | None = None
-    shadow_threads: int = 1
+    # shadow mode: a candidate app (MODULE:ATTR, imported in a process of its own) that answers
+    # every answered event again, after the answer is sent
+    shadow: str | None = None
     shadow_queue_size: int = DEFAULT_SHADOW_QUEUE_SIZE
     shadow_timeout: float = DEFAULT_SHADOW_TIMEOUT
 
     def __post_init__(self) -> None:
         _freeze(self, "tokens", "allowed_hosts", "trusted_proxies", "extensions")
-        for name in ("shadow_threads", "shadow_queue_size"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be at least 1, not {getattr(self, name)}")
+        if self.shadow_queue_size < 1:
+            raise ConfigError(f"shadow_queue_size must be at least 1, not {self.shadow_queue_size}")
         if not self.shadow_timeout > 0:
             raise ConfigError(f"shadow_timeout must be positive, not {self.shadow_timeout}")
-        if isinstance(self.shadow, str) and ":" not in self.shadow:
+        if self.shadow is not None and ":" not in self.shadow:
             raise ConfigError(
                 f"HANDLER_KIT_SHADOW (serve --shadow): {self.shadow!r} is not MODULE:ATTR, "
                 "the candidate HookApp (such as candidate:app)"
@@ -743,13 +740,11 @@ SETTINGS: tuple[Setting, ...] = (
       secret=True),
     S("HANDLER_KIT_SHADOW", "server", "shadow", parse_str,
       "shadow mode: a candidate HookApp (MODULE:ATTR) that answers every event again after "
-      "the real answer is sent, on its own threads; its decisions are recorded and counted, "
-      "never sent", option="--shadow"),
-    S("HANDLER_KIT_SHADOW_THREADS", "server", "shadow_threads", parse_positive_int,
-      "threads (each with its own event loop) the shadow candidate answers on", "1"),
+      "the real answer is sent, in a process of its own; its decisions are recorded and "
+      "counted, never sent", option="--shadow"),
     S("HANDLER_KIT_SHADOW_QUEUE_SIZE", "server", "shadow_queue_size", parse_positive_int,
-      "candidate answers waiting for a shadow thread, past which more are shed (and counted)",
-      str(DEFAULT_SHADOW_QUEUE_SIZE)),
+      "answers handed to the shadow candidate and not yet answered, past which more are shed "
+      "(and counted)", str(DEFAULT_SHADOW_QUEUE_SIZE)),
     S("HANDLER_KIT_SHADOW_TIMEOUT", "server", "shadow_timeout", parse_duration,
       "seconds a candidate answer may wait and run in all before it is given up (counted)",
       "5"),

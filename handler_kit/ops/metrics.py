@@ -17,7 +17,8 @@ Series:
   answers (``agree``, ``disagree``, ``timeout``, ``skipped``: it would have run a handler with
   side effects); ``handler_kit_shadow_handler_answers_total{event, handler, result}``, each
   handler's part (``agree`` or ``disagree``); ``handler_kit_shadow_shed_total{reason}``,
-  candidate answers not made (``queue_full``, ``expired``: waited past the shadow deadline).
+  candidate answers not made (``queue_full``; ``expired``: waited past the shadow deadline;
+  ``lost``: the candidate's process ended before answering).
 
 Every label takes a bounded set of values, or each distinct value would be a new series in
 every scrape for the life of the server. ``event`` is the one a client chooses: ``POST /hooks``
@@ -135,7 +136,7 @@ class Metrics:
         )
         self.shadow_shed_total = Counter(
             "handler_kit_shadow_shed_total",
-            "Shadow mode: candidate answers not made (queue_full, expired).",
+            "Shadow mode: candidate answers not made (queue_full, expired, lost).",
             ("reason",),
             registry=self.registry,
         )

@@ -350,25 +350,24 @@ async def _json_http_error(request: Any, exc: Any) -> Any:
 
 
 def _shadow(config: ServerConfig, operations: Operations) -> Shadow:
-    """Shadow mode's runner: the candidate app (loaded when named as MODULE:ATTR), with the
-    server's metrics and, when there is one, its audit trail for the candidate's records."""
+    """Shadow mode's runner, with the server's metrics. The candidate is imported here too, so
+    that a bad one stops the server at start-up, as a bad app does, not in its own process."""
     from handler_kit.core.loader import LoadError, load_app
     from handler_kit.shadow import Shadow
 
-    candidate = config.shadow
-    if isinstance(candidate, str):
-        try:
-            candidate = load_app(candidate)
-        except LoadError as exc:
-            raise ConfigError(f"shadow app (--shadow, HANDLER_KIT_SHADOW): {exc}") from None
-    assert candidate is not None
+    spec = config.shadow
+    assert spec is not None
+    try:
+        candidate = load_app(spec)
+    except LoadError as exc:
+        raise ConfigError(f"shadow app (--shadow, HANDLER_KIT_SHADOW): {exc}") from None
     if candidate.config_errors:
         raise ConfigError(
             f"shadow app {candidate.name!r} is misconfigured: {'; '.join(candidate.config_errors)}"
         )
     return Shadow(
-        candidate,
-        threads=config.shadow_threads,
+        spec,
+        name=candidate.name,
         queue_size=config.shadow_queue_size,
         timeout=config.shadow_timeout,
         metrics=operations.metrics,

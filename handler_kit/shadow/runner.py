@@ -1,47 +1,49 @@
 """The shadow runner: a candidate app answers every event again, after the real answer is sent.
 
 What the candidate may never do is change or delay an answer, so it shares nothing with the
-answer path but a bounded queue:
+answer path but a bounded hand-over:
 
 - the server's observer only takes note of the answer (references: no copying, no I/O); the
-  server's outer layer hands the note to the runner once the route has sent its answer
-  (:meth:`Shadow.begin` and :meth:`Shadow.flush` around the route), with a ``put_nowait`` on a
-  bounded queue. A full queue sheds the note and counts it: at saturation the candidate falls
-  behind, the server does not.
-- the candidate runs on threads of its own, each with its own event loop (the server's loop
-  never runs candidate code), and its sync handlers on the candidate app's own handler threads.
-  A candidate that raises answers by its failure policy, as it would if enforced; one that
-  hangs is cut off by its handlers' deadlines and by :attr:`Shadow.timeout` (waiting in the
-  queue included); one that blocks its thread outright holds that thread only, and the queue
-  sheds what comes after.
-- the candidate answers a copy of the event, so nothing it does reaches the enforced answer's
-  record, which may still be being written.
+  server's outer layer hands the note over once the route has sent its answer
+  (:meth:`Shadow.begin` and :meth:`Shadow.flush` around the route): one append to a deque.
+  Past ``queue_size`` answers handed over and not yet answered, more are shed and counted: at
+  saturation the candidate falls behind, the server does not.
+- the candidate runs in a process of its own (:mod:`handler_kit.shadow.process`), not on a
+  thread of the server: Python runs one thread of a process at a time, and a candidate thread
+  holding the interpreter (or descheduled while it holds it, on a busy machine) makes the
+  server's event loop wait, which the shadow benchmark showed as a many-fold p99. A sender
+  thread wakes once per batch (every 10 ms at most) to pickle it down a pipe; a reader thread
+  counts and records the results.
+- a candidate that raises answers by its failure policy, as it would if enforced; one that
+  hangs is cut off by its handlers' deadlines and by ``timeout`` (the wait included); one that
+  blocks its process outright holds that process only, and answers past the bound are shed. A
+  process that ends (a crash, out of memory) loses what it had (counted as ``lost``) and a new
+  one takes the next answers.
 
 Handlers marked ``idempotent=True`` have side effects (a ticket filed, an approval sent): a
-candidate answer that would run one is not run (counted as ``skipped``), since a shadow must not
-act. Python runs one thread at a time: a candidate that spins the CPU without releasing it
-takes interpreter time from the server like any thread of the process (docs say so).
+candidate answer that would run one is not made (counted as ``skipped``): a shadow must not act.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import contextvars
 import logging
-import queue
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from handler_kit.core.names import Status
-from handler_kit.core.vocabulary import UNREADABLE_MESSAGE, Answer, Handler
-from handler_kit.shadow.compare import answers_agree, handler_agreements
+from handler_kit.core.vocabulary import UNREADABLE_MESSAGE, Answer
+from handler_kit.ops.audit.process import read_frame, write_frame
+from handler_kit.shadow.process import handler_view
 
 if TYPE_CHECKING:
-    from handler_kit.core.app import HookApp
-    from handler_kit.core.events import HookEvent
     from handler_kit.ops.metrics import Metrics
 
 __all__ = ["Shadow", "ShadowResult", "ShadowStats"]
@@ -52,8 +54,11 @@ logger = logging.getLogger("handler_kit.shadow")
 # observer of the answer is handed.
 DECISION_ID = "handler_kit.decision_id"
 
-# How long a graceful shutdown gives the shadow threads to finish what is queued.
+# How long a graceful shutdown gives the candidate to answer what it has.
 CLOSE_WAIT = 2.0
+# The sender, woken by an answer, waits this long for more, and sends up to BATCH at once.
+BATCH_WAIT = 0.01
+BATCH = 256
 
 
 class _Pending:
@@ -94,75 +99,106 @@ class _Job:
 
 
 class ShadowResult:
-    """One candidate answer compared with the enforced one (what a record of it is made from)."""
+    """One candidate answer compared with the enforced one: what its record is made from."""
 
-    __slots__ = ("agrees", "answer", "decision_id", "end_ns", "handlers", "principal", "transport")
+    __slots__ = (
+        "agrees",
+        "app",
+        "end_ns",
+        "event",
+        "event_name",
+        "failed",
+        "handlers",
+        "invocations",
+        "job",
+        "output",
+    )
 
     def __init__(
         self,
-        answer: Answer,
+        job: _Job,
+        app: str,
+        event_name: str,
         agrees: bool,
         handlers: list[tuple[str, bool]],
-        decision_id: str | None,
-        transport: str,
-        principal: str | None,
+        output: dict[str, Any],
+        failed: bool,
+        invocations: tuple[tuple[Any, ...], ...],
+        end_ns: int,
     ) -> None:
-        self.answer = answer
+        self.job = job
+        self.app = app
+        self.event = job.answer.event
+        self.event_name = event_name
         self.agrees = agrees
         self.handlers = handlers
-        self.decision_id = decision_id
-        self.transport = transport
-        self.principal = principal
-        self.end_ns = time.time_ns()
+        self.output = output
+        self.failed = failed
+        # each candidate handler's (name, status, decision, reason, error, latency_ms, output,
+        # replayed), as the audit trail records a decision's handlers
+        self.invocations = invocations
+        self.end_ns = end_ns
+
+    @property
+    def decision_id(self) -> str | None:
+        return self.job.decision_id
 
 
 class ShadowStats:
     """Counts since start: what the candidate answered and what it did not."""
 
-    __slots__ = ("agreed", "disagreed", "errors", "expired", "shed", "skipped", "timed_out")
+    __slots__ = ("agreed", "disagreed", "expired", "lost", "shed", "skipped", "timed_out")
 
     def __init__(self) -> None:
         self.agreed = 0
         self.disagreed = 0
-        self.shed = 0  # the queue was full
-        self.expired = 0  # waited in the queue past the deadline
+        self.shed = 0  # past the bound: not handed over
+        self.expired = 0  # waited past the deadline
         self.timed_out = 0  # ran past the deadline
         self.skipped = 0  # would have run a handler with side effects
-        self.errors = 0  # the runner itself failed (a bug): logged
+        self.lost = 0  # its process ended before it answered
 
     def as_dict(self) -> dict[str, int]:
         return {name: getattr(self, name) for name in self.__slots__}
 
 
 class Shadow:
-    """Runs ``candidate`` on every answer the server's app gives, off the answer path.
+    """Runs the candidate app ``spec`` (MODULE:ATTR) on every answer the server's app gives,
+    in a process of its own.
 
     ``record``: called on a shadow thread with each :class:`ShadowResult` (the audit trail's
     shadow record); ``metrics``: the server's, counting agreements per handler and shed work.
+    ``queue_size`` bounds the answers handed over and not yet answered by the candidate.
     """
 
     def __init__(
         self,
-        candidate: HookApp,
+        spec: str,
         *,
-        threads: int = 1,
+        name: str,
         queue_size: int = 1000,
         timeout: float = 5.0,
         metrics: Metrics | None = None,
         record: Callable[[ShadowResult], None] | None = None,
     ) -> None:
-        # the candidate is served as the server serves its app: a KeyboardInterrupt a handler
-        # raises is its failure, not the end of a shadow thread
-        self.candidate = candidate.extended(interrupt_fails=True)
-        self.name = candidate.name
-        self.threads = threads
+        self.spec = spec
+        self.name = name
+        self.queue_size = queue_size
         self.timeout = timeout
         self.metrics = metrics
         self.record = record
         self.stats = ShadowStats()
-        self._queue: queue.Queue[_Job | None] = queue.Queue(queue_size)
+        # handed over by the answer path, not yet sent (appended on the server's loop, taken
+        # by the sender thread: a deque needs no lock for that)
+        self._waiting: collections.deque[_Job] = collections.deque()
+        # sent to the candidate and not answered yet, by sequence number
+        self._sent: dict[int, _Job] = {}
+        self._seq = 0
         self._lock = threading.Lock()
-        self._workers: list[threading.Thread] = []
+        self._wake = threading.Event()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._sender: threading.Thread | None = None
+        self._reader: threading.Thread | None = None
         self._closed = False
 
     # -- the answer path (the server's event loop): take note, then hand over ----------------
@@ -203,122 +239,203 @@ class Shadow:
             self._submit(pending.job)
 
     def _submit(self, job: _Job) -> None:
-        if not self._workers:
-            if self._closed:
-                return
+        if self._closed:
+            return
+        if self._sender is None:
             self.start()
-        try:
-            self._queue.put_nowait(job)
-        except queue.Full:
+        if len(self._waiting) + len(self._sent) >= self.queue_size:
             self.stats.shed += 1
             if self.metrics is not None:
                 self.metrics.shadow_shed("queue_full")
+            return
+        self._waiting.append(job)
+        if len(self._waiting) == 1:
+            self._wake.set()
 
-    # -- the shadow threads -----------------------------------------------------------------
+    # -- the shadow threads and process -------------------------------------------------------
 
     def start(self) -> None:
-        """Start the shadow threads (idempotent; the first submission starts them too)."""
+        """Start the candidate's process and the two threads that talk to it (idempotent;
+        the first submission starts them too)."""
         with self._lock:
-            if self._workers or self._closed:
+            if self._sender is not None or self._closed:
                 return
-            for number in range(self.threads):
-                thread = threading.Thread(
-                    target=self._work, name=f"handler-kit-shadow-{number}", daemon=True
-                )
-                thread.start()
-                self._workers.append(thread)
+            self._spawn()
+            self._sender = threading.Thread(
+                target=self._send, name="handler-kit-shadow-sender", daemon=True
+            )
+            self._sender.start()
+
+    def _spawn(self) -> None:
+        """A candidate process, and the thread reading its results."""
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "handler_kit.shadow.process", self.spec],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        self._reader = threading.Thread(
+            target=self._read, args=(self._proc,), name="handler-kit-shadow-reader", daemon=True
+        )
+        self._reader.start()
 
     def close(self, wait: float = CLOSE_WAIT) -> None:
-        """Stop taking answers; give the threads ``wait`` seconds to finish what is queued. A
-        thread a candidate holds is left behind (a daemon: it does not keep the process)."""
+        """Stop taking answers; give the candidate ``wait`` seconds to answer what it has,
+        then end its process (a candidate that holds it is killed)."""
         with self._lock:
             self._closed = True
-            workers = list(self._workers)
+        self._wake.set()
         end = time.monotonic() + wait
-        for _ in workers:
-            with contextlib.suppress(queue.Full):
-                self._queue.put(None, timeout=max(end - time.monotonic(), 0.0))
-        for thread in workers:
-            thread.join(max(end - time.monotonic(), 0.0))
+        if self._sender is not None:
+            self._sender.join(max(end - time.monotonic(), 0.0))
+        proc = self._proc
+        if proc is None:
+            return
+        with contextlib.suppress(OSError):
+            if proc.stdin is not None:
+                proc.stdin.close()  # end of input: it exits once it has answered
+        try:
+            proc.wait(max(end - time.monotonic(), 0.0))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if self._reader is not None:
+            self._reader.join(1.0)
 
     @contextlib.asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
-        """The server's lifespan context: threads started with it, stopped at shutdown."""
+        """The server's lifespan context: the process started with it, ended at shutdown."""
         self.start()
         try:
             yield
         finally:
             await asyncio.to_thread(self.close)
 
-    def _work(self) -> None:
-        loop = asyncio.new_event_loop()
-        try:
-            while True:
-                job = self._queue.get()
-                if job is None:
-                    return
-                try:
-                    loop.run_until_complete(self._answer(job))
-                except Exception:
+    def _send(self) -> None:
+        """The sender thread: batches of what the answer path handed over, to the candidate."""
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            if self._closed and not self._waiting:
+                return
+            # what arrives meanwhile goes with it: one wake-up and one write per batch
+            time.sleep(BATCH_WAIT)
+            while self._waiting:
+                batch: list[tuple[Any, ...]] = []
+                while self._waiting and len(batch) < BATCH:
+                    job = self._waiting.popleft()
+                    self._seq += 1
+                    try:
+                        batch.append(self._plain(self._seq, job))
+                    except Exception:  # an output the comparison cannot render: not sent
+                        logger.exception("a shadow answer could not be handed over")
+                        continue
                     with self._lock:
-                        self.stats.errors += 1
-                    logger.exception("the shadow runner failed on an answer")
-        finally:
-            loop.close()
+                        self._sent[self._seq] = job
+                if batch and not self._write(batch):
+                    return
 
-    async def _answer(self, job: _Job) -> None:
-        left = self.timeout - (time.monotonic() - job.at)
-        if left <= 0:
-            self._count("expired")
-            if self.metrics is not None:
-                self.metrics.shadow_shed("expired")
-            return
-        enforced = job.answer
-        event: HookEvent = enforced.event.model_copy(deep=True)
-        handlers = self._handlers(job.route, event)
-        name = event.hook_event_name
-        if any(handler.idempotent for handler in handlers):
-            self._count("skipped")
-            if self.metrics is not None:
-                self.metrics.shadow_answer(name, "skipped", ())
-            return
+    def _plain(self, seq: int, job: _Job) -> tuple[Any, ...]:
+        answer = job.answer
+        name = answer.event.hook_event_name
+        views = [handler_view(inv, name) for inv in answer.invocations]
+        deadline = job.at + self.timeout
+        return (seq, answer.event, job.route, answer.output, answer.failed, views, deadline)
+
+    def _write(self, batch: list[tuple[Any, ...]]) -> bool:
+        proc = self._proc
+        if proc is None or proc.stdin is None or proc.poll() is not None:
+            self._lost([job[0] for job in batch])
+            return not self._closed
         try:
-            async with asyncio.timeout(left):
-                answer = await self.candidate.answer(event, handlers, transport="shadow")
-        except TimeoutError:
-            self._count("timed_out")
-            if self.metrics is not None:
-                self.metrics.shadow_answer(name, "timeout", ())
-            return
-        agrees = answers_agree(enforced, answer)
-        per_handler = handler_agreements(name, enforced.invocations, answer.invocations)
-        self._count("agreed" if agrees else "disagreed")
-        if self.metrics is not None:
-            self.metrics.shadow_answer(name, "agree" if agrees else "disagree", per_handler)
-        if self.record is not None:
-            self.record(
-                ShadowResult(
-                    answer, agrees, per_handler, job.decision_id, job.transport, job.principal
-                )
-            )
+            write_frame(proc.stdin.fileno(), batch)
+        except OSError:
+            self._lost([job[0] for job in batch])
+        return True
 
-    def _handlers(self, route: str | None, event: HookEvent) -> Sequence[Handler]:
-        """The candidate's handlers for the request: its handler of the route's name (paired
-        by name, as the route would be served by the candidate), or every matching one."""
-        if route is None:
-            return self.candidate.matching(event)
-        handler = self.candidate.by_name.get(route)
-        if (
-            handler is None
-            or handler.event != event.hook_event_name
-            or not handler.matches(event.matcher_value())
-        ):
-            return []
-        return [handler]
-
-    def _count(self, what: str) -> None:
+    def _lost(self, seqs: list[int]) -> None:
+        """Sent to a candidate process that ended: counted as shed (``lost``)."""
         with self._lock:
-            setattr(self.stats, what, getattr(self.stats, what) + 1)
+            for seq in seqs:
+                self._sent.pop(seq, None)
+            self.stats.lost += len(seqs)
+        if self.metrics is not None:
+            for _ in seqs:
+                self.metrics.shadow_shed("lost")
+
+    def _read(self, proc: subprocess.Popen[bytes]) -> None:
+        """The reader thread: the candidate's results, counted and recorded. When the process
+        ends (the candidate crashed it, or ran out of memory), what it had is lost (counted),
+        and a new one takes the next answers."""
+        assert proc.stdout is not None
+        fd = proc.stdout.fileno()
+        while True:
+            try:
+                results = read_frame(fd)
+            except (OSError, EOFError, ValueError):
+                results = None
+            if results is None:
+                break
+            for result in results:
+                with self._lock:
+                    job = self._sent.pop(result[0], None)
+                if job is not None:
+                    self._result(job, result)
+        code = proc.wait()
+        with self._lock:
+            lost = list(self._sent)
+            closed = self._closed
+        if lost:
+            self._lost(lost)
+        if not closed:
+            logger.error(
+                "the shadow candidate's process (%s) ended with status %s; a new one takes "
+                "the next answers",
+                self.spec,
+                code,
+            )
+            with self._lock:
+                if not self._closed:
+                    self._spawn()
+
+    def _result(self, job: _Job, result: tuple[Any, ...]) -> None:
+        _, kind, agrees, per_handler, output, failed, values, end_ns = result
+        event_name = job.answer.event.hook_event_name
+        counter = _COUNTERS[kind]
+        with self._lock:
+            setattr(self.stats, counter, getattr(self.stats, counter) + 1)
+        metrics = self.metrics
+        if kind == "expired":
+            if metrics is not None:
+                metrics.shadow_shed("expired")
+            return
+        if metrics is not None:
+            metrics.shadow_answer(event_name, kind, per_handler)
+        if kind in ("agree", "disagree") and self.record is not None:
+            try:
+                self.record(
+                    ShadowResult(
+                        job,
+                        self.name,
+                        event_name,
+                        agrees,
+                        per_handler,
+                        output,
+                        failed,
+                        values,
+                        end_ns,
+                    )
+                )
+            except Exception:
+                logger.exception("the shadow answer could not be recorded")
+
+
+_COUNTERS = {
+    "agree": "agreed",
+    "disagree": "disagreed",
+    "timeout": "timed_out",
+    "skipped": "skipped",
+    "expired": "expired",
+}
 
 
 def _unreadable(answer: Answer) -> bool:

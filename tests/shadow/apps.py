@@ -55,7 +55,7 @@ hanging = HookApp("hanging")
 
 @hanging.pre_tool_use(matcher="Bash", name="bash_gate")
 async def hanging_gate(event: PreToolUse) -> Output | None:
-    # holds its thread's event loop outright: no deadline can cut it off
+    # holds its process outright: no deadline can cut it off
     time.sleep(30)
     return None
 

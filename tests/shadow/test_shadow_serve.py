@@ -88,18 +88,16 @@ def test_a_crashing_candidate_changes_no_answer(baseline: list[Sent]) -> None:
 def test_a_hanging_candidate_changes_no_answer_and_its_work_is_shed(
     baseline: list[Sent],
 ) -> None:
-    """The candidate holds its one thread for good on the first answer; the queue (4) fills
-    and everything after is shed and counted."""
-    with served(
-        "tests.shadow.apps:hanging",
-        HANDLER_KIT_SHADOW_QUEUE_SIZE="4",
-        HANDLER_KIT_SHADOW_THREADS="1",
-    ) as (server, url):
+    """The candidate holds its process for good on the first answer; four answers handed
+    over and not answered is the bound (4), and everything after is shed and counted."""
+    with served("tests.shadow.apps:hanging", HANDLER_KIT_SHADOW_QUEUE_SIZE="4") as (
+        server,
+        url,
+    ):
         shadowed = send_all(url, REQUESTS)
         assert_as_without_shadow(shadowed, baseline)
-        # one taken by the thread, four queued, the rest shed
         shed = metric(url, "handler_kit_shadow_shed_total", reason="queue_full")
-        assert shed == len(REQUESTS) - 5
+        assert shed == len(REQUESTS) - 4
         # and more traffic is shed as it comes, never queued: the queue stays at its bound
         send_all(url, REQUESTS[:10])
         assert metric(url, "handler_kit_shadow_shed_total", reason="queue_full") == shed + 10
@@ -109,7 +107,7 @@ def test_a_hanging_candidate_changes_no_answer_and_its_work_is_shed(
 
 
 def test_a_slow_candidate_changes_no_answer(baseline: list[Sent]) -> None:
-    with served("tests.shadow.apps:slow", HANDLER_KIT_SHADOW_THREADS="2") as (_, url):
+    with served("tests.shadow.apps:slow") as (_, url):
         shadowed = send_all(url, REQUESTS)
         assert_as_without_shadow(shadowed, baseline)
         # it decides as the enforced gate does, only later
