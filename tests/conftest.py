@@ -109,3 +109,14 @@ def refund_app() -> HookApp:
     """The example refund gate (example_servers/refund_gate.py), for every test that needs
     "a refund gate": over $500 denied, fail closed; a Stop without a ticket number sent back."""
     return refund_gate_app
+
+
+@pytest.fixture(scope="session")
+def postgres_server_url() -> Any:
+    """A throw-away PostgreSQL server (tests/support/postgres.py), one per session, shared by
+    the audit tests and the replay tests: each test makes its own database with
+    ``new_database`` (skipped where PostgreSQL is not installed, outside CI)."""
+    from tests.support.postgres import postgres_server
+
+    with postgres_server() as url:
+        yield url

@@ -100,6 +100,12 @@ COMMANDS: dict[str, Command] = {
         "run",
         "run policy test cases (event + expected answer) against an app, a URL or a document",
     ),
+    "replay": Command(
+        "handler_kit.cli.replay",
+        "add_arguments",
+        "run",
+        "answer recorded decisions again with a candidate app and report what it changes",
+    ),
 }
 
 

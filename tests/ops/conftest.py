@@ -1,5 +1,5 @@
 """Fixtures of the operations tests: the operations test app, and a Redis server for the
-stores that keep their state there."""
+stores that keep their state there (the PostgreSQL server is suite-wide: tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -26,13 +26,3 @@ def redis_url() -> Any:
     with redis_server() as url:
         yield url
 
-
-@pytest.fixture(scope="session")
-def postgres_server_url() -> Any:
-    """A throw-away PostgreSQL server (tests/support/postgres.py), one per session: each test
-    makes its own database with ``new_database`` (skipped where PostgreSQL is not installed,
-    outside CI)."""
-    from tests.support.postgres import postgres_server
-
-    with postgres_server() as url:
-        yield url
