@@ -41,9 +41,10 @@ _ANSWERED = (Status.OK, Status.LOOP_GUARDED)
 
 def handler_view(inv: Invocation, event_name: str) -> tuple[Any, ...]:
     """What one handler told the runtime, compared as a decision: (name, decision, reason,
-    rendered output, failed). Latency and error texts are not compared."""
+    rendered output or None, failed). Latency and error texts are not compared."""
     decision, reason = invocation_decision(inv, event_name)
-    output = inv.output.render(event_name) if inv.output is not None else None
+    # an empty output is no opinion, as a handler that did not run has
+    output = (inv.output.render(event_name) or None) if inv.output is not None else None
     return (inv.handler.name, decision, reason, output, inv.status not in _ANSWERED)
 
 

@@ -96,3 +96,9 @@ async def stricter_gate(event: PreToolUse) -> Output | None:
 @stricter.pre_tool_use(matcher="Bash", name="audit_note")
 def stricter_note(event: PreToolUse) -> Output | None:
     return None
+
+
+@stricter.pre_tool_use(matcher="Bash")
+async def stricter_extra(event: PreToolUse) -> Output:
+    # a handler only the candidate has, with no opinion: it agrees with no handler at all
+    return Output()

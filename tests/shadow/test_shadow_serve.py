@@ -118,7 +118,8 @@ def test_a_slow_candidate_changes_no_answer(baseline: list[Sent]) -> None:
 def test_agreements_and_disagreements_are_counted_per_handler() -> None:
     """The stricter candidate denies every rm: it disagrees on ``rm notes.txt`` (the enforced
     gate let it through) and on ``rm -rf`` (denied for another reason), on both routes and
-    over MCP; ``audit_note``, the same in both apps, always agrees."""
+    over MCP; ``audit_note``, the same in both apps, always agrees, and so does
+    ``stricter_extra``, which only the candidate has and which never has an opinion."""
     requests = traffic(16)  # every command twice on each route
     with served("tests.shadow.apps:stricter") as (_, url):
         send_all(url, requests)
@@ -149,4 +150,6 @@ def test_agreements_and_disagreements_are_counted_per_handler() -> None:
         # POST /hooks runs it (8 requests); /hooks/bash_gate and the tool do not
         assert metric(url, per_handler, handler="audit_note", result="agree") == 8
         assert metric(url, per_handler, handler="audit_note", result="disagree") == 0
+        assert metric(url, per_handler, handler="stricter_extra", result="agree") == 8
+        assert metric(url, per_handler, handler="stricter_extra", result="disagree") == 0
         assert metric(url, "handler_kit_shadow_shed_total") == 0
