@@ -95,8 +95,19 @@ async def answer(candidate: HookApp, job: Job) -> Result:
     mine = [handler_view(inv, name) for inv in made.invocations]
     per_handler = handler_agreements(views, mine)
     agrees = made.failed == failed and made.output == output
+    # as the audit trail records a decision's handlers: the answer is the one handler's output
+    single = len(made.invocations) == 1
     values = tuple(
-        (view[0], inv.status.value, view[1], view[2], inv.error, inv.latency_ms, view[3], False)
+        (
+            view[0],
+            inv.status.value,
+            view[1],
+            view[2],
+            inv.error,
+            inv.latency_ms,
+            None if inv.output is None else made.output if single else inv.output.render(name),
+            False,
+        )
         for view, inv in zip(mine, made.invocations, strict=True)
     )
     kind = "agree" if agrees else "disagree"
