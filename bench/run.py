@@ -45,7 +45,8 @@ AUDIT = "audit"
 COMMAND = "command"
 FORWARD = "forward"  # a row of the command section
 MEMORY = "memory"
-SECTIONS = (WEBHOOK, MCP, AUDIT, COMMAND, MEMORY)
+SHADOW = "shadow"
+SECTIONS = (WEBHOOK, MCP, AUDIT, COMMAND, MEMORY, SHADOW)
 
 # Targets printed next to the ratios (never asserted).
 TARGET_WEBHOOK_RPS = 0.9
@@ -61,6 +62,8 @@ TARGET_AUDIT_RPS = 0.85
 TARGET_AUDIT_P99 = 1.3
 TARGET_DURABLE_RPS = 0.7
 TARGET_MEMORY_GROWTH = 0.10
+# p99 with a shadow candidate vs without, at a fixed offered load of half the capacity
+TARGET_SHADOW_P99 = 1.1
 AUDIT_CONNECTIONS = 16
 # (key, label, extra environment) of each audit variant; the base has no audit trail
 AUDIT_SINKS = ("jsonl", "sqlite", "durable", "postgres")
@@ -947,6 +950,16 @@ def targets(rows: dict) -> list[dict]:
             TARGET_FORWARD_ROUND_TRIP,
             fwd["ratio"].get("cpu forward/command"),
         )
+    for key in (k for k in rows if rows[k]["section"] == SHADOW):
+        row = rows[key]
+        add(
+            f"shadow p99 vs none @{row.get('offered_rps') or 0:.0f} req/s (half capacity)",
+            row["ratio"]["p99"],
+            "<=",
+            TARGET_SHADOW_P99,
+            row["ratio"].get("cpu_per_req"),
+            row.get("round_ratios", {}).get("p99"),
+        )
     for key in (k for k in rows if rows[k]["section"] == MEMORY):
         row = rows[key]
         add(
@@ -997,7 +1010,7 @@ def print_report(result: dict) -> None:
         f"{'row':<16}{'side':<24}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}"
         f"{'cpu us/req':>12}{'util':>6}  status"
     )
-    for section in (WEBHOOK, MCP, AUDIT):
+    for section in (WEBHOOK, MCP, AUDIT, SHADOW):
         keys = [k for k in rows if rows[k]["section"] == section]
         if not keys:
             continue
@@ -1021,6 +1034,13 @@ def print_report(result: dict) -> None:
                 f"{_f(r['p50'], '.2f', 'x'):>10}{_f(r['p99'], '.2f', 'x'):>10}"
                 f"{_f(r['cpu_per_req'], '.2f', 'x'):>12}"
             )
+            if "shadow_shed" in row:
+                log(
+                    f"{'':<16}{'offered load':<24}{_f(row.get('offered_rps'), '.0f'):>10}"
+                    f"  (capacity {_f(row.get('capacity_rps'), '.0f')} req/s); candidate "
+                    f"answers {_f(row.get('shadow_answers'), '.0f')}, shed "
+                    f"{_f(row.get('shadow_shed'), '.0f')}"
+                )
             if row.get("answers_per_commit") is not None or "commits" in row:
                 log(
                     f"{'':<16}{'answers per commit':<24}"
@@ -1212,7 +1232,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     pinning = Pinning(args.pin)
     wrk = None
-    if args.loadgen != "python" and {WEBHOOK, MCP, AUDIT, MEMORY} & set(args.sections):
+    if args.loadgen != "python" and {WEBHOOK, MCP, AUDIT, MEMORY, SHADOW} & set(args.sections):
         wrk = ensure_wrk(install=not args.no_install, log=log)
         if wrk is None and args.loadgen == "wrk":
             log("error: --loadgen wrk but wrk is not available")
@@ -1245,6 +1265,10 @@ def main(argv: list[str] | None = None) -> int:
             rows.update(run_mcp(args, lg, args.out))
         if AUDIT in args.sections:
             rows.update(run_audit(args, lg, args.out))
+        if SHADOW in args.sections:
+            from bench.shadow import run_shadow
+
+            rows.update(run_shadow(args, lg, args.out))
     if COMMAND in args.sections:
         rows.update(run_command(args))
     if MEMORY in args.sections:

@@ -81,6 +81,7 @@ _VALUE_OPTIONS: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
         "max_body_bytes",
         {"type": lambda v: parse_size("--max-body-bytes", v), "metavar": "SIZE"},
     ),
+    ("--shadow", "server", "shadow", {"metavar": "MODULE:ATTR"}),
     (
         "--max-connections",
         "serve",

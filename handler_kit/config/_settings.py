@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 DEFAULT_MCP_PATH = "/mcp"
 DEFAULT_AUDIT_QUEUE_SIZE = 10_000
+# shadow mode: answers handed to the candidate and not yet answered, past which more are shed
+DEFAULT_SHADOW_QUEUE_SIZE = 1000
+DEFAULT_SHADOW_TIMEOUT = 5.0
 DEFAULT_IDEMPOTENCY_TTL = 3600.0
 # Connection limits of ``handler-kit serve`` (docs/production.md says which attack each stops):
 # gunicorn's default worker_connections, uvicorn's keep-alive and backlog, a head timeout and
@@ -274,9 +277,23 @@ class ServerConfig:
     cache_dir: str | None = None
     operations: OperationsConfig = field(default_factory=OperationsConfig)
     extensions: Sequence[Extension] = ()
+    # shadow mode: a candidate app (MODULE:ATTR, imported in a process of its own) that answers
+    # every answered event again, after the answer is sent
+    shadow: str | None = None
+    shadow_queue_size: int = DEFAULT_SHADOW_QUEUE_SIZE
+    shadow_timeout: float = DEFAULT_SHADOW_TIMEOUT
 
     def __post_init__(self) -> None:
         _freeze(self, "tokens", "allowed_hosts", "trusted_proxies", "extensions")
+        if self.shadow_queue_size < 1:
+            raise ConfigError(f"shadow_queue_size must be at least 1, not {self.shadow_queue_size}")
+        if not self.shadow_timeout > 0:
+            raise ConfigError(f"shadow_timeout must be positive, not {self.shadow_timeout}")
+        if self.shadow is not None and ":" not in self.shadow:
+            raise ConfigError(
+                f"HANDLER_KIT_SHADOW (serve --shadow): {self.shadow!r} is not MODULE:ATTR, "
+                "the candidate HookApp (such as candidate:app)"
+            )
         refuse_placeholders("HANDLER_KIT_TOKENS (or HANDLER_KIT_TOKENS_FILE)", self.tokens)
         refuse_placeholders("HANDLER_KIT_INSPECTOR_SECRET", [self.inspector_secret])
         for proxy in self.trusted_proxies:
@@ -721,6 +738,16 @@ SETTINGS: tuple[Setting, ...] = (
     S("HANDLER_KIT_INSPECTOR_SECRET", "server", "inspector_secret", parse_str,
       "key that signs inspector session cookies, the same for every worker (default: random)",
       secret=True),
+    S("HANDLER_KIT_SHADOW", "server", "shadow", parse_str,
+      "shadow mode: a candidate HookApp (MODULE:ATTR) that answers every event again after "
+      "the real answer is sent, in a process of its own; its decisions are recorded and "
+      "counted, never sent", option="--shadow"),
+    S("HANDLER_KIT_SHADOW_QUEUE_SIZE", "server", "shadow_queue_size", parse_positive_int,
+      "answers handed to the shadow candidate and not yet answered, past which more are shed "
+      "(and counted)", str(DEFAULT_SHADOW_QUEUE_SIZE)),
+    S("HANDLER_KIT_SHADOW_TIMEOUT", "server", "shadow_timeout", parse_duration,
+      "seconds a candidate answer may wait and run in all before it is given up (counted)",
+      "5"),
     S("XDG_CACHE_HOME", "server", "cache_dir", parse_str,
       "where handler-kit keeps files it makes (inspector store, development CA)", "~/.cache"),
     # -- JWT
@@ -942,6 +969,10 @@ def export_env(config: ServeConfig) -> dict[str, str]:
     server = config.server
     if server.auth is not None or server.extensions:
         raise ConfigError("auth objects and extensions cannot be passed to worker processes")
+    if server.shadow is not None and not isinstance(server.shadow, str):
+        raise ConfigError(
+            "a shadow HookApp object cannot be passed to worker processes: name it as MODULE:ATTR"
+        )
     ops = server.operations
     if ops.audit_sinks or ops.tracer_provider is not None or ops.idempotency_store is not None:
         raise ConfigError("operations objects cannot be passed to worker processes")

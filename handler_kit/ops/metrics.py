@@ -13,6 +13,12 @@ Series:
   each commit held (its ``_count`` is the commits, ``_sum`` the answers: their ratio is the
   group commit's batching), and ``handler_kit_audit_unrecorded_total``, answers not sent
   because their records were not committed by the deadline (the failure policy answered).
+- shadow mode only: ``handler_kit_shadow_answers_total{event, result}``, the candidate's
+  answers (``agree``, ``disagree``, ``timeout``, ``skipped``: it would have run a handler with
+  side effects); ``handler_kit_shadow_handler_answers_total{event, handler, result}``, each
+  handler's part (``agree`` or ``disagree``); ``handler_kit_shadow_shed_total{reason}``,
+  candidate answers not made (``queue_full``; ``expired``: waited past the shadow deadline;
+  ``lost``: the candidate's process ended before answering).
 
 Every label takes a bounded set of values, or each distinct value would be a new series in
 every scrape for the life of the server. ``event`` is the one a client chooses: ``POST /hooks``
@@ -115,6 +121,25 @@ class Metrics:
             "answered by their failure policy instead.",
             registry=self.registry,
         )
+        self.shadow_answers = Counter(
+            "handler_kit_shadow_answers_total",
+            "Shadow mode: the candidate's answers by event and result (agree, disagree, "
+            "timeout, skipped).",
+            ("event", "result"),
+            registry=self.registry,
+        )
+        self.shadow_handlers = Counter(
+            "handler_kit_shadow_handler_answers_total",
+            "Shadow mode: each handler's part in the candidate's answers, agree or disagree.",
+            ("event", "handler", "result"),
+            registry=self.registry,
+        )
+        self.shadow_shed_total = Counter(
+            "handler_kit_shadow_shed_total",
+            "Shadow mode: candidate answers not made (queue_full, expired, lost).",
+            ("reason",),
+            registry=self.registry,
+        )
         self._children: dict[tuple[Any, ...], Any] = {}
 
     def _child(self, metric: Any, *labels: str) -> Any:
@@ -138,6 +163,19 @@ class Metrics:
                 self._child(self.replays, event, handler).inc()
         decision = output_decision(answer.output)[0] or "none"
         self._child(self.answers, event, decision, answer_status(answer), transport).inc()
+
+    def shadow_answer(
+        self, event_name: str, result: str, handlers: Iterable[tuple[str, bool]]
+    ) -> None:
+        """Count one candidate answer (on a shadow thread) and each handler's agreement."""
+        event = event_name if event_name in self.events else OTHER_EVENT
+        self._child(self.shadow_answers, event, result).inc()
+        for handler, agrees in handlers:
+            outcome = "agree" if agrees else "disagree"
+            self._child(self.shadow_handlers, event, handler, outcome).inc()
+
+    def shadow_shed(self, reason: str) -> None:
+        self._child(self.shadow_shed_total, reason).inc()
 
     def exposition(self) -> tuple[bytes, str]:
         """The text exposition of every worker's values (multiprocess) or this process's."""

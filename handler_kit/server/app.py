@@ -23,7 +23,7 @@ import gc
 import json
 import logging
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from handler_kit.auth import AuthError, FailedAuthLimiter, StaticTokenAuth
 from handler_kit.config import ConfigError, Extension, ServeConfig, ServerConfig
@@ -38,6 +38,10 @@ from handler_kit.server.webhook import (
     send_error,
     send_json,
 )
+
+if TYPE_CHECKING:
+    from handler_kit.ops.operations import Operations
+    from handler_kit.shadow import Shadow
 
 logger = logging.getLogger("handler_kit.server")
 
@@ -100,6 +104,10 @@ class HandlerKitASGI:
         if self.operations is not None:
             extensions.append(operations.extension)
         extensions.extend(config.extensions)
+        # shadow mode: the candidate observes after the operations (the decision id is theirs)
+        self.shadow = _shadow(config, operations) if config.shadow is not None else None
+        if self.shadow is not None:
+            served = served.extended(observers=(self.shadow.observe,))
 
         self.webhook = Webhook(
             served,
@@ -133,6 +141,9 @@ class HandlerKitASGI:
             )
             contexts.insert(0, self.mcp_mount.lifespan)
 
+        if self.shadow is not None:
+            # last: stopped first at shutdown, before the audit trail writes its last records
+            contexts.append(self.shadow.lifespan)
         self._contexts = contexts
         # set once the lifespan is shutting down: /readyz says so
         self.draining = False
@@ -213,14 +224,29 @@ class HandlerKitASGI:
             if self._principal is not None:
                 self._principal.set(principal)
         if path.startswith("/hooks"):
-            await self.webhook.serve(path, scope, receive, send)
+            if self.shadow is None:
+                await self.webhook.serve(path, scope, receive, send)
+                return
+            # the candidate gets the answer once it is sent (POST /hooks/{name}: that handler)
+            token = self.shadow.begin(path[7:] or None)
+            try:
+                await self.webhook.serve(path, scope, receive, send)
+            finally:
+                self.shadow.flush(token)
             return
         if path == self.mcp_path and self.mcp_mount is not None:
             if not self.mcp_mount.running:
                 await send_error(send, _NOT_STARTED)
                 return
             # straight to the MCP endpoint: Starlette's router is a large share of a fast tool call
-            await self.mcp_mount.asgi(scope, receive, send)
+            if self.shadow is None:
+                await self.mcp_mount.asgi(scope, receive, send)
+                return
+            token = self.shadow.begin(None)  # a tool call's handler is the tool's
+            try:
+                await self.mcp_mount.asgi(scope, receive, send)
+            finally:
+                self.shadow.flush(token)
             return
         if path == "/openapi.json":
             await self._send_openapi(scope, send)
@@ -321,6 +347,31 @@ async def _json_http_error(request: Any, exc: Any) -> Any:
     headers = dict(getattr(exc, "headers", None) or {})
     headers["content-type"] = "application/json"
     return Response(error.body(), status_code=exc.status_code, headers=headers)
+
+
+def _shadow(config: ServerConfig, operations: Operations) -> Shadow:
+    """Shadow mode's runner, with the server's metrics. The candidate is imported here too, so
+    that a bad one stops the server at start-up, as a bad app does, not in its own process."""
+    from handler_kit.core.loader import LoadError, load_app
+    from handler_kit.shadow import Shadow
+
+    spec = config.shadow
+    assert spec is not None
+    try:
+        candidate = load_app(spec)
+    except LoadError as exc:
+        raise ConfigError(f"shadow app (--shadow, HANDLER_KIT_SHADOW): {exc}") from None
+    if candidate.config_errors:
+        raise ConfigError(
+            f"shadow app {candidate.name!r} is misconfigured: {'; '.join(candidate.config_errors)}"
+        )
+    return Shadow(
+        spec,
+        name=candidate.name,
+        queue_size=config.shadow_queue_size,
+        timeout=config.shadow_timeout,
+        metrics=operations.metrics,
+    )
 
 
 def create_asgi_app(hook_app: HookApp, config: ServerConfig | None = None) -> HandlerKitASGI:

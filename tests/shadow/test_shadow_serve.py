@@ -1,0 +1,155 @@
+"""Shadow mode through ``handler-kit serve --shadow``: a candidate that crashes, hangs or is
+slow leaves every answer, and its timing, as it was; candidate work is shed (and counted) at
+saturation; agreements and disagreements are counted per handler, on both webhook routes and
+MCP."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests.shadow.apps import GATE_SECONDS
+from tests.shadow.support import (
+    HEADERS,
+    Sent,
+    metric,
+    percentile,
+    send_all,
+    served,
+    traffic,
+    wait_for_metric,
+)
+
+REQUESTS = traffic(40)
+# what an answer may take beyond the enforced gate's own time, on a loaded 2-core machine: far
+# below what any of the bad candidates takes (a slow one 0.4 s, a hanging one for ever)
+BOUND = 0.2
+
+
+@pytest.fixture(scope="module")
+def baseline() -> Iterator[list[Sent]]:
+    """The answers (and their timing) without a shadow."""
+    with served() as (_, url):
+        yield send_all(url, REQUESTS)
+
+
+def expected_bodies() -> list[bytes]:
+    """What the enforced gate answers: rm -rf denied, anything else no opinion."""
+    bodies = []
+    for _, body in REQUESTS:
+        command = body["tool_input"]["command"]  # type: ignore[index]
+        if "rm -rf" in command:
+            bodies.append(
+                json.dumps(
+                    {
+                        "hookSpecificOutput": {
+                            "hookEventName": "PreToolUse",
+                            "permissionDecision": "deny",
+                            "permissionDecisionReason": "rm -rf is not allowed",
+                        }
+                    },
+                    separators=(",", ":"),
+                ).encode()
+            )
+        else:
+            bodies.append(b"{}")
+    return bodies
+
+
+def assert_as_without_shadow(shadowed: list[Sent], baseline: list[Sent]) -> None:
+    assert [s.status for s in shadowed] == [200] * len(REQUESTS)
+    assert [s.body for s in baseline] == expected_bodies()
+    # byte for byte what the same server answers without a shadow
+    assert [s.body for s in shadowed] == [s.body for s in baseline]
+    slowest = max(s.seconds for s in shadowed)
+    assert slowest < GATE_SECONDS + BOUND, f"an answer took {slowest:.3f} s"
+    # the distribution too: the median within a few ms of the unshadowed one's
+    median, base_median = (percentile([s.seconds for s in r], 0.5) for r in (shadowed, baseline))
+    assert median < base_median + 0.015, (median, base_median)
+
+
+def test_a_crashing_candidate_changes_no_answer(baseline: list[Sent]) -> None:
+    with served("tests.shadow.apps:crashing") as (server, url):
+        shadowed = send_all(url, REQUESTS)
+        assert_as_without_shadow(shadowed, baseline)
+        # it answered, by its failure policy, every time: a disagreement each (the gate
+        # crashed where the enforced one answered), and the server is still up
+        assert wait_for_metric(url, "handler_kit_shadow_answers_total", len(REQUESTS)) == len(
+            REQUESTS
+        )
+        assert metric(url, "handler_kit_shadow_answers_total", result="disagree") == len(REQUESTS)
+        assert httpx.get(f"{url}/healthz", timeout=5).status_code == 200
+        assert server.proc.poll() is None
+
+
+def test_a_hanging_candidate_changes_no_answer_and_its_work_is_shed(
+    baseline: list[Sent],
+) -> None:
+    """The candidate holds its process for good on the first answer; four answers handed
+    over and not answered is the bound (4), and everything after is shed and counted."""
+    with served("tests.shadow.apps:hanging", HANDLER_KIT_SHADOW_QUEUE_SIZE="4") as (
+        server,
+        url,
+    ):
+        shadowed = send_all(url, REQUESTS)
+        assert_as_without_shadow(shadowed, baseline)
+        shed = metric(url, "handler_kit_shadow_shed_total", reason="queue_full")
+        assert shed == len(REQUESTS) - 4
+        # and more traffic is shed as it comes, never queued: the queue stays at its bound
+        send_all(url, REQUESTS[:10])
+        assert metric(url, "handler_kit_shadow_shed_total", reason="queue_full") == shed + 10
+        assert metric(url, "handler_kit_shadow_answers_total") == 0
+        # a shutdown does not wait for the held thread
+        assert server.terminate(timeout=15)
+
+
+def test_a_slow_candidate_changes_no_answer(baseline: list[Sent]) -> None:
+    with served("tests.shadow.apps:slow") as (_, url):
+        shadowed = send_all(url, REQUESTS)
+        assert_as_without_shadow(shadowed, baseline)
+        # it decides as the enforced gate does, only later
+        assert wait_for_metric(url, "handler_kit_shadow_answers_total", 3, result="agree") >= 3
+        assert metric(url, "handler_kit_shadow_answers_total", result="disagree") == 0
+
+
+def test_agreements_and_disagreements_are_counted_per_handler() -> None:
+    """The stricter candidate denies every rm: it disagrees on ``rm notes.txt`` (the enforced
+    gate let it through) and on ``rm -rf`` (denied for another reason), on both routes and
+    over MCP; ``audit_note``, the same in both apps, always agrees, and so does
+    ``stricter_extra``, which only the candidate has and which never has an opinion."""
+    requests = traffic(16)  # every command twice on each route
+    with served("tests.shadow.apps:stricter") as (_, url):
+        send_all(url, requests)
+        call = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {
+                "name": "bash_gate",
+                "arguments": {"tool_name": "Bash", "tool_input": {"command": "rm notes.txt"}},
+            },
+        }
+        mcp = httpx.post(
+            f"{url}/mcp",
+            json=call,
+            headers={**HEADERS, "Accept": "application/json, text/event-stream"},
+            timeout=10,
+        )
+        assert mcp.status_code == 200 and mcp.json()["result"]["content"][0]["text"] == "{}"
+        total = len(requests) + 1
+        answers = "handler_kit_shadow_answers_total"
+        assert wait_for_metric(url, answers, total) == total
+        assert metric(url, answers, result="agree") == 8  # ls and git status
+        assert metric(url, answers, result="disagree") == 9  # the rms, and the MCP call
+        per_handler = "handler_kit_shadow_handler_answers_total"
+        assert metric(url, per_handler, handler="bash_gate", result="agree") == 8
+        assert metric(url, per_handler, handler="bash_gate", result="disagree") == 9
+        # POST /hooks runs it (8 requests); /hooks/bash_gate and the tool do not
+        assert metric(url, per_handler, handler="audit_note", result="agree") == 8
+        assert metric(url, per_handler, handler="audit_note", result="disagree") == 0
+        assert metric(url, per_handler, handler="stricter_extra", result="agree") == 8
+        assert metric(url, per_handler, handler="stricter_extra", result="disagree") == 0
+        assert metric(url, "handler_kit_shadow_shed_total") == 0
