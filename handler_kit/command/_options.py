@@ -148,22 +148,31 @@ def _is_option(word: str) -> bool:
 
 
 def add_to(parser: argparse.ArgumentParser, options: tuple[Option, ...]) -> None:
-    """The same options on an argparse parser (made with ``allow_abbrev=False``)."""
+    """The same options on an argparse parser (made with ``allow_abbrev=False``), each
+    option's help ending with its default, as every ``handler-kit`` command's does."""
     import argparse
 
     for option in options:
         if option.positional:
             parser.add_argument(option.dest, metavar=option.metavar, help=option.help_text())
         elif option.flag:
-            parser.add_argument(option.name, action="store_true", help=option.help_text())
+            parser.add_argument(option.name, action="store_true", help=_with_default(option))
         else:
             parser.add_argument(
                 option.name,
                 type=_argparse_type(option, argparse.ArgumentTypeError),
                 default=option.default,
                 metavar=option.metavar,
-                help=option.help_text(),
+                help=_with_default(option),
             )
+
+
+def _with_default(option: Option) -> str:
+    text = option.help_text()
+    if "default" in text:
+        return text
+    shown = "off" if option.flag else "none" if option.default is None else option.default
+    return f"{text} (default: {shown})"
 
 
 def _argparse_type(option: Option, error: type[Exception]) -> Callable[[str], Any]:
