@@ -250,18 +250,31 @@ RUNTIME = Option(
     doc="the [dialect](command-hooks.md#each-runtimes-dialect) the answer is printed in "
     "(default `claude-code`); `--exit-codes` is `--runtime sandbox`",
 )
-EXIT_CODES = Option("--exit-codes", "the same as --runtime sandbox")
+EXIT_CODES = Option(
+    "--exit-codes", "the same as --runtime sandbox", doc="the same as `--runtime sandbox`"
+)
 
 COMMAND: tuple[Option, ...] = (
-    Option("target", "the HookApp, e.g. myhooks:app", metavar="MODULE:ATTR"),
+    Option(
+        "target",
+        "the HookApp, e.g. myhooks:app",
+        metavar="MODULE:ATTR",
+        doc="the HookApp, e.g. `myhooks:app`, imported with the current folder on `sys.path`",
+    ),
     RUNTIME,
     EXIT_CODES,
     Option(
         "--handler",
         "run only this handler (as POST /hooks/NAME would); default: every matching one",
         metavar="NAME",
+        doc="run only this handler (as `POST /hooks/NAME` would); default: every matching one",
     ),
-    Option("--log-file", "append log lines to PATH (default: stderr)", metavar="PATH"),
+    Option(
+        "--log-file",
+        "append log lines to PATH (default: stderr)",
+        metavar="PATH",
+        doc="append log lines to `PATH` (default: stderr; see [Output and logs](#output-and-logs))",
+    ),
 )
 
 FORWARD: tuple[Option, ...] = (
@@ -320,7 +333,10 @@ FORWARD: tuple[Option, ...] = (
 
 # -- the docs -------------------------------------------------------------------------------
 
-DOCS = (("docs/forward.md", "forward options", FORWARD),)
+DOCS = (
+    ("docs/command-hooks.md", "command options", COMMAND),
+    ("docs/forward.md", "forward options", FORWARD),
+)
 
 
 def _docs_marker(name: str) -> tuple[str, str]:
