@@ -231,37 +231,12 @@ def start(
     assert target is not None
     log_config = logging_config(config.log_level, config.log_format)
     logging.config.dictConfig(log_config)
+    config = _shared_by_the_workers(config)
     server = config.server
-    if server.inspector and not server.inspector_secret:
-        # the inspector's session cookies must verify in every worker: one secret for all
-        import secrets
-
-        server = dataclasses.replace(server, inspector_secret=secrets.token_urlsafe(32))
-    if server.operations.metrics and config.workers > 1 and not server.operations.metrics_dir:
-        # the workers' metric values must add up: a folder they share, removed on exit
-        folder = tempfile.mkdtemp(prefix="handler-kit-metrics-")
-        atexit.register(shutil.rmtree, folder, ignore_errors=True)
-        operations = dataclasses.replace(server.operations, metrics_dir=folder)
-        server = dataclasses.replace(server, operations=operations)
-    if server.operations.auditing and not server.operations.replica:
-        # one replica name for all the workers of this server (records also carry their pid)
-        from handler_kit.ops.audit.records import default_replica
-
-        operations = dataclasses.replace(server.operations, replica=default_replica())
-        server = dataclasses.replace(server, operations=operations)
-    config = dataclasses.replace(config, server=server)
 
     cert, key = config.tls_cert, config.tls_key
-    if dev_tls and (cert or key):
-        return fail("--dev-tls and --tls-cert/--tls-key exclude each other")
-    if bool(cert) != bool(key):
-        return fail("--tls-cert and --tls-key go together")
-    for path in (cert, key):
-        if path and not os.path.isfile(path):
-            return fail(f"TLS file not found: {path}")
-
-    problem = port_problem(config.host, config.port)  # first: it costs nothing
-    if problem is not None:
+    problem = _tls_problem(cert, key, dev_tls) or port_problem(config.host, config.port)
+    if problem is not None:  # first: they cost nothing
         return fail(problem)
     from handler_kit.core.loader import LoadError, load_app
     from handler_kit.server.app import create_asgi_app, describe_routes
@@ -291,8 +266,7 @@ def start(
             logger.warning("serving WITHOUT authentication")
         else:
             print("WARNING: serving WITHOUT authentication", file=sys.stderr, flush=True)
-    scheme = "https" if cert else "http"
-    base = f"{scheme}://{config.host}:{config.port}"
+    base = f"{'https' if cert else 'http'}://{config.host}:{config.port}"
     _say(config, f"{hook_app.name}: {base}")
     for route in describe_routes(hook_app, server):
         _say(config, f"  {route}")
@@ -300,15 +274,52 @@ def start(
         _say(config, f"  inspector: {base}/_inspector")
     for line in banner(hook_app) if banner is not None else ():
         _say(config, line)
+    options = _uvicorn_options(config, log_config, cert, key)
+    _run_uvicorn(target, options, reload=reload, reloader=reloader)
+    return 0
 
-    import uvicorn
 
+def _shared_by_the_workers(config: ServeConfig) -> ServeConfig:
+    """``config`` with what every worker must share and nobody set made here, once: the
+    inspector's secret (its session cookies verify in every worker), a metrics folder for
+    several workers (their values add up; removed on exit), the audit replica name."""
+    server = config.server
+    if server.inspector and not server.inspector_secret:
+        import secrets
+
+        server = dataclasses.replace(server, inspector_secret=secrets.token_urlsafe(32))
+    if server.operations.metrics and config.workers > 1 and not server.operations.metrics_dir:
+        folder = tempfile.mkdtemp(prefix="handler-kit-metrics-")
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        operations = dataclasses.replace(server.operations, metrics_dir=folder)
+        server = dataclasses.replace(server, operations=operations)
+    if server.operations.auditing and not server.operations.replica:
+        # records also carry their pid
+        from handler_kit.ops.audit.records import default_replica
+
+        operations = dataclasses.replace(server.operations, replica=default_replica())
+        server = dataclasses.replace(server, operations=operations)
+    return dataclasses.replace(config, server=server)
+
+
+def _tls_problem(cert: str | None, key: str | None, dev_tls: bool) -> str | None:
+    if dev_tls and (cert or key):
+        return "--dev-tls and --tls-cert/--tls-key exclude each other"
+    if bool(cert) != bool(key):
+        return "--tls-cert and --tls-key go together"
+    for path in (cert, key):
+        if path and not os.path.isfile(path):
+            return f"TLS file not found: {path}"
+    return None
+
+
+def _uvicorn_options(
+    config: ServeConfig, log_config: dict[str, Any], cert: str | None, key: str | None
+) -> dict[str, Any]:
+    """``uvicorn.run``'s options for ``config`` (the app factory is given apart)."""
     from handler_kit.server._protocols import protocol_class
 
-    factory = "handler_kit.server.app:app_from_env"
-    if reload:
-        factory = "handler_kit.cli.dev:app_factory"
-    options: dict[str, Any] = dict(
+    return dict(
         factory=True,
         host=config.host,
         port=config.port,
@@ -335,20 +346,32 @@ def start(
             max_unanswered=config.unanswered_per_address(),
         ),
     )
+
+
+def _run_uvicorn(
+    target: str,
+    options: dict[str, Any],
+    *,
+    reload: bool,
+    reloader: Callable[[Path], Any] | None,
+) -> None:
+    """uvicorn until it stops: the server's app factory, or with ``reload`` dev's."""
+    import uvicorn
+
     if not reload:
-        uvicorn.run(factory, **options)
-        return 0
+        uvicorn.run("handler_kit.server.app:app_from_env", **options)
+        return
     # uvicorn.run's reload path, with dev's own watcher (reloader) in place of uvicorn's
     from uvicorn.supervisors import ChangeReload
 
+    factory = "handler_kit.cli.dev:app_factory"
     watched = watched_folder(target)
     uvicorn_config = uvicorn.Config(factory, reload=True, reload_dirs=[str(watched)], **options)
-    server_ = uvicorn.Server(uvicorn_config)
+    server = uvicorn.Server(uvicorn_config)
     socket_ = uvicorn_config.bind_socket()
     supervisor = reloader(watched) if reloader is not None else ChangeReload
     with contextlib.suppress(KeyboardInterrupt):
-        supervisor(uvicorn_config, target=server_.run, sockets=[socket_]).run()
-    return 0
+        supervisor(uvicorn_config, target=server.run, sockets=[socket_]).run()
 
 
 def _say(config: ServeConfig, line: str) -> None:

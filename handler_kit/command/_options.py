@@ -148,22 +148,31 @@ def _is_option(word: str) -> bool:
 
 
 def add_to(parser: argparse.ArgumentParser, options: tuple[Option, ...]) -> None:
-    """The same options on an argparse parser (made with ``allow_abbrev=False``)."""
+    """The same options on an argparse parser (made with ``allow_abbrev=False``), each
+    option's help ending with its default, as every ``handler-kit`` command's does."""
     import argparse
 
     for option in options:
         if option.positional:
             parser.add_argument(option.dest, metavar=option.metavar, help=option.help_text())
         elif option.flag:
-            parser.add_argument(option.name, action="store_true", help=option.help_text())
+            parser.add_argument(option.name, action="store_true", help=_with_default(option))
         else:
             parser.add_argument(
                 option.name,
                 type=_argparse_type(option, argparse.ArgumentTypeError),
                 default=option.default,
                 metavar=option.metavar,
-                help=option.help_text(),
+                help=_with_default(option),
             )
+
+
+def _with_default(option: Option) -> str:
+    text = option.help_text()
+    if "default" in text:
+        return text
+    shown = "off" if option.flag else "none" if option.default is None else option.default
+    return f"{text} (default: {shown})"
 
 
 def _argparse_type(option: Option, error: type[Exception]) -> Callable[[str], Any]:
@@ -241,18 +250,31 @@ RUNTIME = Option(
     doc="the [dialect](command-hooks.md#each-runtimes-dialect) the answer is printed in "
     "(default `claude-code`); `--exit-codes` is `--runtime sandbox`",
 )
-EXIT_CODES = Option("--exit-codes", "the same as --runtime sandbox")
+EXIT_CODES = Option(
+    "--exit-codes", "the same as --runtime sandbox", doc="the same as `--runtime sandbox`"
+)
 
 COMMAND: tuple[Option, ...] = (
-    Option("target", "the HookApp, e.g. myhooks:app", metavar="MODULE:ATTR"),
+    Option(
+        "target",
+        "the HookApp, e.g. myhooks:app",
+        metavar="MODULE:ATTR",
+        doc="the HookApp, e.g. `myhooks:app`, imported with the current folder on `sys.path`",
+    ),
     RUNTIME,
     EXIT_CODES,
     Option(
         "--handler",
         "run only this handler (as POST /hooks/NAME would); default: every matching one",
         metavar="NAME",
+        doc="run only this handler (as `POST /hooks/NAME` would); default: every matching one",
     ),
-    Option("--log-file", "append log lines to PATH (default: stderr)", metavar="PATH"),
+    Option(
+        "--log-file",
+        "append log lines to PATH (default: stderr)",
+        metavar="PATH",
+        doc="append log lines to `PATH` (default: stderr; see [Output and logs](#output-and-logs))",
+    ),
 )
 
 FORWARD: tuple[Option, ...] = (
@@ -311,7 +333,10 @@ FORWARD: tuple[Option, ...] = (
 
 # -- the docs -------------------------------------------------------------------------------
 
-DOCS = (("docs/forward.md", "forward options", FORWARD),)
+DOCS = (
+    ("docs/command-hooks.md", "command options", COMMAND),
+    ("docs/forward.md", "forward options", FORWARD),
+)
 
 
 def _docs_marker(name: str) -> tuple[str, str]:

@@ -76,6 +76,15 @@ def parse_url(url: str, handler: str | None = None) -> Target:
     rest = rest.split("#", 1)[0]
     cut = min((i for i in (rest.find("/"), rest.find("?")) if i >= 0), default=len(rest))
     netloc, path = rest[:cut], rest[cut:]
+    host, port = _host_and_port(url, netloc, default_port=443 if scheme == "https" else 80)
+    if handler is not None:
+        path = _handler_route(path, handler)
+        url = f"{scheme}://{netloc}{path}"
+    return Target(url, scheme == "https", host, port, path or "/", netloc)
+
+
+def _host_and_port(url: str, netloc: str, default_port: int) -> tuple[str, int]:
+    """The host and port of a URL's ``netloc`` (``host``, ``host:port``, ``[v6]:port``)."""
     if "@" in netloc:
         raise ValueError("put no credentials in the URL: the token comes from the environment")
     if netloc.startswith("["):
@@ -85,20 +94,20 @@ def parse_url(url: str, handler: str | None = None) -> Target:
         port_text = port_text[1:]
     else:
         host, _, port_text = netloc.partition(":")
-    default_port = 443 if scheme == "https" else 80
     if not host:
         raise ValueError(f"the URL has no host: {url!r}")
     if port_text and not (port_text.isdigit() and 0 < int(port_text) < 65536):
         raise ValueError(f"bad port in {url!r}")
-    port = int(port_text) if port_text else default_port
-    if handler is not None:
-        if not handler or not all(c.isalnum() or c in "_.-" for c in handler):
-            raise ValueError(f"bad handler name {handler!r}")
-        if "?" in path:
-            raise ValueError("with --handler, give the server's base URL (no query)")
-        path = f"{path.rstrip('/')}/hooks/{handler}"
-        url = f"{scheme}://{netloc}{path}"
-    return Target(url, scheme == "https", host, port, path or "/", netloc)
+    return host, int(port_text) if port_text else default_port
+
+
+def _handler_route(path: str, handler: str) -> str:
+    """The route of ``handler`` under a server's base URL path (``--handler``)."""
+    if not handler or not all(c.isalnum() or c in "_.-" for c in handler):
+        raise ValueError(f"bad handler name {handler!r}")
+    if "?" in path:
+        raise ValueError("with --handler, give the server's base URL (no query)")
+    return f"{path.rstrip('/')}/hooks/{handler}"
 
 
 # -- arguments -----------------------------------------------------------------------------
