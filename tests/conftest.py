@@ -7,7 +7,7 @@ import os
 import ssl
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +79,27 @@ def compiled_sources() -> None:
         check=False,  # a file that does not compile fails its own tests, with a clear message
         timeout=300,
     )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """Let pytest keep each test module it has rewritten (its asserts, made to explain a
+    failure) in ``__pycache__``, as it does unless ``PYTHONDONTWRITEBYTECODE`` is set (as in
+    CI and on the team's machines): otherwise every run rewrites all of them anew, the largest
+    part of collecting the suite. pytest checks the source's size and time before using one,
+    and writes each atomically. Only while the suite's own modules are collected: a module a
+    test writes (pytester's, an app in a temporary folder) is imported later, and stays
+    without bytecode, as ``compiled_sources`` explains."""
+    if not isinstance(collector, pytest.Module):
+        return (yield)
+    saved = sys.dont_write_bytecode
+    sys.dont_write_bytecode = False
+    try:
+        return (yield)
+    finally:
+        sys.dont_write_bytecode = saved
 
 
 @pytest.fixture(autouse=True, scope="session")
