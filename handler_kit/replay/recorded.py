@@ -18,10 +18,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from handler_kit.ops.audit.reading import DECISION_KINDS, V1_ANSWER, decision_of_v1
 from handler_kit.ops.audit.records import REDACTED, TOO_DEEP
 
-# The kinds of record that are decisions: version 2's, and version 1's answer records
-DECISION_KINDS = ("decision", "answer")
+__all__ = ["DECISION_KINDS", "RecordedDecision", "RecordedHandler", "from_record", "is_decision"]
 # What the redactor writes in place of a long string's end
 TRUNCATED_MARK = "...[truncated "
 
@@ -73,23 +73,20 @@ def from_record(
     record: Mapping[str, Any], invocations: Iterable[Mapping[str, Any]] = ()
 ) -> RecordedDecision:
     """A decision from a version-2 ``decision`` record, or from a version-1 ``answer`` record
-    and its ``invocation`` records (in order)."""
+    and its ``invocation`` records (read as the audit trail's readers read it: one decision,
+    its invocations as its handlers)."""
+    if record.get("kind") == V1_ANSWER and not _nested(record):
+        record = decision_of_v1(dict(record), [dict(inv) for inv in invocations])
     version = record.get("schema_version") or 1
-    if record.get("kind") == "decision":
-        handlers = tuple(_handler(h) for h in record.get("handlers") or () if isinstance(h, dict))
-        recorded_input = record.get("input")
-        incomplete = _why_incomplete_v2(record, recorded_input)
-    else:
-        handlers = tuple(_handler(inv, name_key="handler") for inv in invocations)
-        if not handlers:  # invocation records lost: the names are on the answer record
-            handlers = tuple(
-                RecordedHandler(str(name)) for name in record.get("handlers") or () if name
-            )
-        recorded_input = record.get("input")
-        incomplete = (
+    handlers = tuple(_handler(h) for h in record.get("handlers") or () if isinstance(h, dict))
+    recorded_input = record.get("input")
+    if version < 2:
+        incomplete: str | None = (
             "a version-1 record keeps only the identifiers and tool_input of the input "
             "(record the whole input with HANDLER_KIT_AUDIT_INPUT=full)"
         )
+    else:
+        incomplete = _why_incomplete_v2(record, recorded_input)
     event = str(record.get("event") or "")
     hook_input: dict[str, Any] | None = None
     if isinstance(recorded_input, dict):
@@ -112,10 +109,18 @@ def from_record(
     )
 
 
-def _handler(data: Mapping[str, Any], name_key: str = "name") -> RecordedHandler:
+def _nested(record: Mapping[str, Any]) -> bool:
+    """Whether a version-1 answer was already read as a decision (its handlers nested)."""
+    handlers = record.get("handlers")
+    return (
+        isinstance(handlers, list) and bool(handlers) and all(isinstance(h, dict) for h in handlers)
+    )
+
+
+def _handler(data: Mapping[str, Any]) -> RecordedHandler:
     output = data.get("output")
     return RecordedHandler(
-        name=str(data.get(name_key) or ""),
+        name=str(data.get("name") or ""),
         status=data.get("status"),
         decision=data.get("decision"),
         reason=data.get("reason"),

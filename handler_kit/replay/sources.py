@@ -16,12 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from handler_kit.ops.audit.reading import decisions
 from handler_kit.replay.recorded import DECISION_KINDS, RecordedDecision, from_record, is_decision
 
 PAGE = 500
-# How many version-1 invocation records a JSON-lines reader holds while it waits for their
-# answer record (written after them): a file cut mid-answer cannot grow it without bound.
-MAX_PENDING = 100_000
 
 
 # A line that holds a decision, told without parsing it (counting is a quick first pass)
@@ -117,8 +115,12 @@ class JsonLinesSource:
         return limited(self._all(), filters)
 
     def _all(self) -> Iterator[RecordedDecision]:
-        pending: dict[str, list[dict[str, Any]]] = {}
-        held = 0
+        # the audit trail's own reading: each version-1 answer with its invocations
+        for record in decisions(self._records()):
+            if is_decision(record):
+                yield from_record(record)
+
+    def _records(self) -> Iterator[dict[str, Any]]:
         with self._open() as lines:
             for number, line in enumerate(lines, 1):
                 if not line.strip():
@@ -129,20 +131,8 @@ class JsonLinesSource:
                     raise SourceError(
                         f"{self.path}:{number}: not a JSON line (is it an audit log?)"
                     ) from None
-                if not isinstance(record, dict):
-                    continue
-                kind = record.get("kind")
-                if kind == "invocation":
-                    answer_id = str(record.get("answer_id"))
-                    if held >= MAX_PENDING:
-                        pending.clear()
-                        held = 0
-                    pending.setdefault(answer_id, []).append(record)
-                    held += 1
-                elif is_decision(record):
-                    invocations = pending.pop(str(record.get("event_id")), [])
-                    held -= len(invocations)
-                    yield from_record(record, invocations)
+                if isinstance(record, dict):
+                    yield record
 
     def close(self) -> None:
         pass

@@ -25,4 +25,3 @@ def redis_url() -> Any:
     outside CI)."""
     with redis_server() as url:
         yield url
-

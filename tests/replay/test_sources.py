@@ -71,6 +71,26 @@ def _check(source: str, capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert code == 1
     assert out.splitlines()[-1] == TOTALS
+    # the filters done in SQL read the same: the times, the event
+    code = main(
+        [
+            "replay",
+            source,
+            "--app",
+            CANDIDATE,
+            "--since",
+            "2026-05-09T07:00:03Z",
+            "--until",
+            "2026-05-09T07:00:07Z",
+            "--event",
+            "PreToolUse",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.splitlines()[-1] == (
+        "decisions: 3 replayed: 2 unchanged, 1 tightened, 0 loosened, 0 changed"
+    )
     opened = open_source(source)
     try:
         decisions = list(opened.decisions(Filters()))

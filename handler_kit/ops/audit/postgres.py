@@ -20,7 +20,10 @@ round trip in a transaction), as the sink contract asks.
 component is kept in ``handler_kit_schema``; migrations run inside one transaction that first
 takes a transaction-level advisory lock, so replicas starting at once run them one at a time
 (the others then find the work done). A sink whose schema is current takes no lock at all.
-Migrations only ever add: an older handler-kit keeps writing to a newer schema.
+Migrations only ever add: an older handler-kit keeps writing to a newer schema. Version 2
+(one record per decision) adds ``decision_id``, ``agrees`` and ``schema_version``; the readers
+show a version-1 answer and its invocation rows as one decision
+(:mod:`handler_kit.ops.audit.reading`).
 
 **Reading** (:class:`PostgresStore`): the inspector's query API, on the server's event loop
 through a small async connection pool, in read-only sessions, filters done in SQL with bound
@@ -39,6 +42,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from handler_kit.ops.audit.reading import DECISION_KINDS, V1_ANSWER, decision_of_v1
 
 if TYPE_CHECKING:
     import psycopg
@@ -94,6 +99,17 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             f"CREATE INDEX IF NOT EXISTS {TABLE}_time ON {TABLE} (time)",
         ),
     ),
+    (
+        # one record per decision: a shadow record's link to its decision and whether it
+        # agreed, and each row's schema version; version-1 rows keep theirs (null)
+        2,
+        (
+            f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS decision_id text",
+            f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS agrees boolean",
+            f"ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS schema_version integer",
+            f"CREATE INDEX IF NOT EXISTS {TABLE}_decision_id ON {TABLE} (decision_id)",
+        ),
+    ),
 )
 DB_SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -117,6 +133,9 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("tool_use_id", "text"),
     ("trace_id", "text"),
     ("idempotency_key", "text"),
+    ("decision_id", "text"),
+    ("agrees", "boolean"),
+    ("schema_version", "int4"),
 )
 _NAMES = [name for name, _ in COLUMNS]
 _INSERT = (
@@ -127,6 +146,7 @@ _INSERT = (
 )
 # Filters PostgresStore accepts (equality), each a column.
 FILTERS = (
+    "disagrees",
     "kind",
     "event",
     "handler",
@@ -429,15 +449,37 @@ class PostgresStore:
     def _where(filters: Mapping[str, str | None]) -> tuple[list[Any], list[Any]]:
         from psycopg import sql
 
+        kind = filters.get("kind")
         where: list[Any] = []
         params: list[Any] = []
+        if kind in (None, "decision", V1_ANSWER):
+            where.append(sql.SQL("kind IN ('decision', 'answer')"))
+        else:
+            where.append(sql.SQL("kind = %s"))
+            params.append(_text(kind))
         for key, value in filters.items():
             if key not in FILTERS:
                 raise ValueError(f"unknown filter {key!r}; use one of {', '.join(FILTERS)}")
-            if value is None:
+            if value is None or key == "kind":
                 continue
             if key == "decision" and value == "none":
                 where.append(sql.SQL("decision IS NULL"))
+            elif key == "handler":
+                # one of the decision's handlers: objects (version 2) or names (version 1)
+                where.append(
+                    sql.SQL(
+                        "(record->'handlers' @> jsonb_build_array(jsonb_build_object('name', "
+                        "%s::text)) OR record->'handlers' @> jsonb_build_array(%s::text))"
+                    )
+                )
+                params += [_text(value), _text(value)]
+            elif key == "disagrees":
+                where.append(
+                    sql.SQL(
+                        "event_id IN (SELECT decision_id FROM {} WHERE kind = 'shadow' "
+                        "AND agrees = false AND decision_id IS NOT NULL)"
+                    ).format(sql.Identifier(TABLE))
+                )
             else:
                 where.append(sql.SQL("{} = %s").format(sql.Identifier(key)))
                 # compared as written: a NUL was stored as U+FFFD (and cannot be sent)
@@ -447,10 +489,13 @@ class PostgresStore:
     async def recent(
         self, limit: int = 50, *, since_id: int | None = None, **filters: str | None
     ) -> list[dict[str, Any]]:
-        """The newest records first, at most ``limit`` (capped at 1,000).
+        """The newest decisions first, at most ``limit`` (capped at 1,000).
 
-        ``since_id``: only records inserted after that id. Filters (equality): ``kind``,
-        ``event``, ``handler``, ``tool_name``, ``decision`` (``"none"``: no decision),
+        ``since_id``: only records inserted after that id. Filters (equality): ``kind``
+        (``decision``, the default, which version 1's ``answer`` records are too; or
+        ``shadow``), ``disagrees`` (any value: decisions a shadow record disagreed with),
+        ``event``, ``handler`` (one of the decision's handlers), ``tool_name``, ``decision``
+        (``"none"``: no decision),
         ``status``, ``transport``, ``app``, ``app_version``, ``replica``, ``session_id``,
         ``tool_use_id``, ``trace_id``.
         """
@@ -461,24 +506,43 @@ class PostgresStore:
             where.append(sql.SQL("id > %s"))
             params.append(int(since_id))
         query = sql.SQL("SELECT id, record FROM {}").format(sql.Identifier(TABLE))
-        if where:
-            query += sql.SQL(" WHERE ") + sql.SQL(" AND ").join(where)
+        query += sql.SQL(" WHERE ") + sql.SQL(" AND ").join(where)
         query += sql.SQL(" ORDER BY id DESC LIMIT %s")
         params.append(max(1, min(int(limit), MAX_LIMIT)))
-        return [_row(row) for row in await self._fetch(query, params)]
+        return await self._grouped([_row(row) for row in await self._fetch(query, params)])
+
+    async def _grouped(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``records`` with each version-1 answer as a decision, its invocation rows its
+        handlers (one query for them all)."""
+        answers = [r["event_id"] for r in records if r.get("kind") == V1_ANSWER]
+        if not answers:
+            return records
+        found: dict[str, list[dict[str, Any]]] = {}
+        for row in await self._fetch(
+            f"SELECT id, record FROM {TABLE} WHERE answer_id = ANY(%s) ORDER BY id", (answers,)
+        ):
+            invocation = _row(row)
+            found.setdefault(invocation["answer_id"], []).append(invocation)
+        return [
+            decision_of_v1(r, found.get(r["event_id"], [])) if r.get("kind") == V1_ANSWER else r
+            for r in records
+        ]
 
     async def get(self, event_id: str) -> dict[str, Any] | None:
-        """One record by ``event_id``; an answer record comes with its ``invocations``."""
+        """One record by ``event_id``; a decision with its ``handlers`` (a version-1 answer's
+        from its invocation rows) and its ``shadows`` (the shadow records linked to it)."""
         event_id = _text(event_id)
         rows = await self._fetch(f"SELECT id, record FROM {TABLE} WHERE event_id = %s", (event_id,))
         if not rows:
             return None
-        record = _row(rows[0])
-        if record.get("kind") == "answer":
-            children = await self._fetch(
-                f"SELECT id, record FROM {TABLE} WHERE answer_id = %s ORDER BY id", (event_id,)
+        (record,) = await self._grouped([_row(rows[0])])
+        if record.get("kind") in DECISION_KINDS:
+            shadows = await self._fetch(
+                f"SELECT id, record FROM {TABLE} WHERE decision_id = %s AND kind = 'shadow' "
+                "ORDER BY id",
+                (event_id,),
             )
-            record["invocations"] = [_row(child) for child in children]
+            record["shadows"] = [_row(shadow) for shadow in shadows]
         return record
 
     async def count(self, **filters: str | None) -> int:
@@ -487,8 +551,7 @@ class PostgresStore:
 
         where, params = self._where(filters)
         query = sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(TABLE))
-        if where:
-            query += sql.SQL(" WHERE ") + sql.SQL(" AND ").join(where)
+        query += sql.SQL(" WHERE ") + sql.SQL(" AND ").join(where)
         rows = await self._fetch(query, params)
         return int(rows[0][0]) if rows else 0
 
