@@ -59,6 +59,8 @@ CLOSE_WAIT = 2.0
 # The sender, woken by an answer, waits this long for more, and sends up to BATCH at once.
 BATCH_WAIT = 0.01
 BATCH = 256
+# How long after its candidate process ended a new one is started.
+RESPAWN_WAIT = 1.0
 
 
 class _Pending:
@@ -393,6 +395,8 @@ class Shadow:
                 self.spec,
                 code,
             )
+            # not at once: a candidate that dies as it starts must not make a busy loop
+            time.sleep(RESPAWN_WAIT)
             with self._lock:
                 if not self._closed:
                     self._spawn()
