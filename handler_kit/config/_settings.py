@@ -179,6 +179,7 @@ class OperationsConfig:
     audit_redact: Sequence[str] = ()
     audit_text: bool = False
     audit_tool_input: bool = True
+    audit_input: Literal["policy", "full"] = "policy"
     audit_queue_size: int = DEFAULT_AUDIT_QUEUE_SIZE
     audit_on_full: Literal["block", "drop"] = "drop"
     audit_process: bool = True
@@ -222,6 +223,8 @@ class OperationsConfig:
             raise ConfigError(
                 f"audit_on_full must be 'block' or 'drop', not {self.audit_on_full!r}"
             )
+        if self.audit_input not in ("policy", "full"):
+            raise ConfigError(f"audit_input must be 'policy' or 'full', not {self.audit_input!r}")
         if self.audit_queue_size < 1:
             raise ConfigError(f"audit_queue_size must be at least 1, not {self.audit_queue_size}")
 
@@ -598,6 +601,13 @@ def parse_on_full(name: str, raw: str) -> str:
     return value
 
 
+def parse_audit_input(name: str, raw: str) -> str:
+    value = raw.strip().lower()
+    if value not in ("policy", "full"):
+        raise ConfigError(f"{name} must be 'policy' or 'full', got {raw!r}")
+    return value
+
+
 def _secret_file_text(name: str, raw: str) -> str:
     path = raw.strip()
     try:
@@ -646,6 +656,7 @@ _KINDS: dict[Callable[[str, str], object], str] = {
     parse_str: "text",
     parse_log_level: "level",
     parse_on_full: "choice",
+    parse_audit_input: "choice",
     parse_log_format: "choice",
     parse_secret_file_list: "file",
     parse_secret_file: "file",
@@ -775,6 +786,10 @@ SETTINGS: tuple[Setting, ...] = (
       "also record prompt and last_assistant_message", "0"),
     S("HANDLER_KIT_AUDIT_TOOL_INPUT", "operations", "audit_tool_input", parse_flag,
       "record tool_input", "1"),
+    S("HANDLER_KIT_AUDIT_INPUT", "operations", "audit_input", parse_audit_input,
+      "what of the hook input a decision record keeps: policy (tool_input and ids; the texts "
+      "with HANDLER_KIT_AUDIT_TEXT) or full (every field as received, redacted: what a "
+      "replay needs)", "policy"),
     S("HANDLER_KIT_AUDIT_QUEUE_SIZE", "operations", "audit_queue_size", parse_positive_int,
       "answers the audit queue holds before its on-full policy applies",
       str(DEFAULT_AUDIT_QUEUE_SIZE), old_name="HANDLER_KIT_AUDIT_QUEUE"),

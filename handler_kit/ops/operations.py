@@ -92,8 +92,13 @@ class Operations:
                 logger.exception("could not record the spans of an answer")
         durable = False
         if self.audit is not None:
-            from handler_kit.ops.audit.capture import Observed
+            from handler_kit.ops.audit.capture import DECISION_ID, Observed
+            from handler_kit.ops.audit.records import new_event_id
 
+            # the decision's id, drawn now so that what runs after the answer can name it
+            # (the tracer's, when it made one: the spans name the same record)
+            decision_id = ids.answer_event_id if ids is not None else new_event_id()
+            context[DECISION_ID] = decision_id
             item = Observed(
                 answer=answer,
                 transport=transport,
@@ -102,6 +107,8 @@ class Operations:
                 end_ns=time.time_ns(),
                 pid=self.pid,
                 trace=ids,
+                decision_id=decision_id,
+                body=context.get("body"),
             )
             item.ack = self.audit.submit(item)
             if item.ack is not None:
@@ -285,6 +292,7 @@ def _audit(
         redactor=Redactor(settings.audit_redact, secrets=secrets),
         tool_input=settings.audit_tool_input,
         text=settings.audit_text,
+        full_input=settings.audit_input == "full",
         app_version=settings.app_version,
         replica=settings.replica or default_replica(),
     )

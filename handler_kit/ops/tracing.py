@@ -129,7 +129,8 @@ class Tracing:
         event_ids: list[str] = []
         for inv in answer.invocations:
             decision, _ = invocation_decision(inv, name)
-            event_id = new_event_id()
+            # the span names the record it is part of: the decision's (one record per answer)
+            event_id = answer_event_id
             span = self.tracer.start_span(
                 f"{name} {inv.handler.name}",
                 context=parent_ctx,

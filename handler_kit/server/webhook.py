@@ -322,7 +322,7 @@ class Webhook:
             handlers = hook_app.matching(event)
         else:
             handlers = [handler] if handler.matches(event.matcher_value()) else []
-        context = _context(scope, headers.get(b"traceparent")) if self._observed else None
+        context = _context(scope, headers.get(b"traceparent"), body) if self._observed else None
         answer = await hook_app.answer(event, handlers, transport="webhook", context=context)
         return _body(answer, event.hook_event_name)
 
@@ -375,7 +375,7 @@ class Webhook:
             [handler],
             f"{error.code}: {error.message}",
             transport="webhook",
-            context=_context(scope, headers.get(b"traceparent")),
+            context=_context(scope, headers.get(b"traceparent"), body or None),
             known=top_level_strings(body, INPUT_ID_FIELDS) if body else None,
         )
         if answer is None:  # the handler does not fail closed
@@ -408,9 +408,10 @@ def _body(answer: Answer, name: str) -> bytes:
         raise HTTPError(500, "handler_failed", "the handler failed; see the server log") from None
 
 
-def _context(scope: Scope, traceparent: bytes | None) -> dict[str, Any]:
-    """What observers (audit, metrics, tracing) get with a webhook answer."""
-    context: dict[str, Any] = {"principal": scope.get("handler_kit.principal")}
+def _context(scope: Scope, traceparent: bytes | None, body: bytes | None) -> dict[str, Any]:
+    """What observers (audit, metrics, tracing) get with a webhook answer: ``body``, the
+    input as received, is what the audit record digests (and keeps whole when asked)."""
+    context: dict[str, Any] = {"principal": scope.get("handler_kit.principal"), "body": body}
     if traceparent is not None:
         context["traceparent"] = traceparent.decode("latin-1")
     return context

@@ -126,8 +126,8 @@ def test_serve_and_curl_blocks(tmp_path: Path, capsys: pytest.CaptureFixture[str
         line.endswith("issue_refund Refunds over $500 need a human approver.") for line in printed
     )
     detail = namespace["detail"]
-    assert detail["kind"] == "answer" and detail["invocations"][0]["handler"] == "refund_gate"
-    principals = {r["principal"] for r in namespace["store"].recent(10, kind="answer")}
+    assert detail["kind"] == "decision" and detail["handlers"][0]["name"] == "refund_gate"
+    principals = {r["principal"] for r in namespace["store"].recent(10, kind="decision")}
     assert principals == {"token#0", "token#1"}
 
 

@@ -5,6 +5,7 @@ workers, then SIGTERM: exactly 2,000 answer records, no duplicates, no failed re
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import subprocess
@@ -59,12 +60,10 @@ def _config(tmp_path: Path, **options: Any) -> ServerConfig:
 
 
 def _answers(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [r for r in records if r["kind"] == "answer"]
+    return [r for r in records if r["kind"] == "decision"]
 
 
-def test_every_transport_writes_invocation_and_answer_records(
-    tmp_path: Path, ops_app: HookApp
-) -> None:
+def test_every_transport_writes_one_decision_record(tmp_path: Path, ops_app: HookApp) -> None:
     hooks = ops_app
     with HookClient.for_app(hooks, _config(tmp_path)) as client:
         client.send(
@@ -94,25 +93,28 @@ def test_every_transport_writes_invocation_and_answer_records(
     assert set(by_transport) == {"webhook", "mcp"}
 
     web = by_transport["webhook"]
-    assert web["schema_version"] == 1
+    assert web["schema_version"] == 2
     assert web["event"] == "PreToolUse" and web["tool_name"] == "issue_refund"
     assert web["decision"] == "deny" and web["status"] == "ok"
     assert web["reason"] == "Refunds over $500 need a human approver."
     assert web["trace_id"] == "4bf92f3577b34da6a3ce929d0e0e4736"
     assert web["span_id"] == "00f067aa0ba902b7"  # the caller's span
     assert web["principal"] == "token#0"
-    assert web["handlers"] == ["refund_gate"]
     assert web["idempotency_key"].startswith("tool_use_id=tu-web:PreToolUse:*:")
     assert web["input"] == {"tool_input": {"amount": 640}}
-    (inv,) = [r for r in records if r.get("answer_id") == web["event_id"]]
-    assert inv["kind"] == "invocation" and inv["handler"] == "refund_gate"
-    assert inv["parent_span_id"] == "00f067aa0ba902b7" and inv["trace_id"] == web["trace_id"]
+    assert web["input_complete"] is False
+    # the digest of the body as it was sent
+    sent = json.dumps(pre_tool_use("issue_refund", "tu-web", amount=640)).encode()
+    assert web["input_digest"] == hashlib.sha256(sent).hexdigest()[:16]
+    (inv,) = web["handlers"]
+    assert inv["name"] == "refund_gate" and inv["decision"] == "deny"
     assert inv["idempotency_key"].startswith("tool_use_id=tu-web:PreToolUse:refund_gate:")
     assert inv["latency_ms"] >= 0 and inv["replayed"] is False
 
     assert by_transport["mcp"]["decision"] is None  # amount 10: no opinion
     ids = [r["event_id"] for r in records]
-    assert len(ids) == len(set(ids)) == 4
+    assert len(ids) == len(set(ids)) == 2
+    assert {r["schema_version"] for r in records} == {2}
     # the SQLite sink holds the same records
     store = AuditStore(str(tmp_path / "audit.db"))
     assert {r["event_id"] for r in store.recent(100)} == set(ids)
@@ -132,9 +134,10 @@ def test_command_hook_writes_synchronously(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
     records = read_jsonl(sink)
-    assert [r["kind"] for r in records] == ["invocation", "answer"]
+    assert [r["kind"] for r in records] == ["decision"]
     assert {r["transport"] for r in records} == {"command"}
-    assert records[1]["trace_id"] == "4bf92f3577b34da6a3ce929d0e0e4736"
+    assert records[0]["trace_id"] == "4bf92f3577b34da6a3ce929d0e0e4736"
+    assert [h["name"] for h in records[0]["handlers"]] == ["refund_gate"]
 
 
 def test_command_hook_imports_no_audit_code_when_not_configured() -> None:
@@ -254,14 +257,14 @@ def test_statuses_are_recorded(ops_app: HookApp) -> None:
     stop = Stop(hook_event_name="Stop", stop_hook_active=True, last_assistant_message="hi")
     asyncio.run(hooks.answer(stop))
     ops.close_sync()
-    invocations = {r["handler"]: r for r in sink.records if r["kind"] == "invocation"}
+    invocations = {h["name"]: h for r in sink.records for h in r["handlers"]}
     assert invocations["explode"]["status"] == "error"
     assert invocations["explode"]["error"] == "RuntimeError: boom"
     assert invocations["sleepy"]["status"] == "fail_closed"
     assert invocations["sleepy"]["decision"] == "deny"  # the safe decision it failed to
     assert invocations["sleepy"]["error"] == "handler did not answer in time"
     assert invocations["cite"]["status"] == "loop_guarded"
-    answers = {r["handlers"][0]: r for r in sink.records if r["kind"] == "answer"}
+    answers = {r["handlers"][0]["name"]: r for r in sink.records if r["kind"] == "decision"}
     assert answers["explode"]["failed"] is True and answers["explode"]["status"] == "error"
     assert answers["sleepy"]["status"] == "fail_closed" and answers["sleepy"]["decision"] == "deny"
     assert answers["cite"]["decision"] is None
@@ -276,10 +279,10 @@ def test_sqlite_query_api(tmp_path: Path, ops_app: HookApp) -> None:
         asyncio.run(hooks.answer(PreToolUse.model_validate(event)))
     ops.close_sync()
     store = AuditStore(str(path))
-    assert len(store.recent(100)) == 8
-    denied = store.recent(10, kind="answer", decision="deny")
+    assert len(store.recent(100)) == 4
+    denied = store.recent(10, kind="decision", decision="deny")
     assert [r["tool_use_id"] for r in denied] == ["tu-3", "tu-1"]  # newest first
-    assert [r["tool_use_id"] for r in store.recent(10, kind="answer", decision="none")] == [
+    assert [r["tool_use_id"] for r in store.recent(10, kind="decision", decision="none")] == [
         "tu-2",
         "tu-0",
     ]
@@ -289,10 +292,10 @@ def test_sqlite_query_api(tmp_path: Path, ops_app: HookApp) -> None:
     after = store.recent(10, since_id=newest["id"] - 2)
     assert [r["id"] for r in after] == [newest["id"], newest["id"] - 1]
     full = store.get(denied[0]["event_id"])
-    assert full is not None and full["kind"] == "answer"
-    assert [i["handler"] for i in full["invocations"]] == ["refund_gate"]
+    assert full is not None and full["kind"] == "decision"
+    assert [h["name"] for h in full["handlers"]] == ["refund_gate"]
     assert store.get("evt_missing") is None
-    assert store.count(kind="answer") == 4
+    assert store.count(kind="decision") == 4
     with pytest.raises(ValueError):
         store.recent(5, password="x")
 
@@ -311,11 +314,11 @@ def test_flush_and_close_write_everything_queued() -> None:
     item = _observed()
     for _ in range(3000):
         trail.submit(item)
-    assert len(sink.records) < 6000  # the writer is held at its first batch
+    assert len(sink.records) < 3000  # the writer is held at its first batch
     gate.set()
     trail.close()
-    assert len(sink.records) == 6000
-    assert [r["kind"] for r in sink.records[:2]] == ["invocation", "answer"]
+    assert len(sink.records) == 3000
+    assert [r["kind"] for r in sink.records[:2]] == ["decision", "decision"]
     assert sink.closed
 
 
@@ -329,7 +332,7 @@ def test_full_queue_drops_and_counts_when_told_to() -> None:
     gate.set()
     trail.close()
     assert trail.dropped > 0
-    assert len(sink.records) // 2 + trail.dropped == 100
+    assert len(sink.records) + trail.dropped == 100
 
 
 def test_writer_process_flush_close_and_fallback(tmp_path: Path) -> None:
@@ -342,15 +345,15 @@ def test_writer_process_flush_close_and_fallback(tmp_path: Path) -> None:
         trail.submit(_observed(n))
     assert trail.flush()
     assert trail.process is not None and trail.process.proc.poll() is None
-    assert len(read_jsonl(path)) == 20
+    assert len(read_jsonl(path)) == 10
     trail.process.proc.kill()
     trail.process.proc.wait(10)
     for n in range(10, 20):
         trail.submit(_observed(n))
     trail.close()
     records = read_jsonl(path)
-    assert len(records) == 40
-    answers = [r for r in records if r["kind"] == "answer"]
+    assert len(records) == 20
+    answers = [r for r in records if r["kind"] == "decision"]
     assert [r["tool_use_id"] for r in answers] == [f"tu-{n}" for n in range(20)]
     assert {r["input"]["tool_input"]["amount"] for r in answers} == {REDACTED}  # both writers
 
@@ -377,8 +380,8 @@ def test_stdout_sink_from_the_writer_process() -> None:
     )
     assert done.returncode == 0, done.stderr
     records = [json.loads(line) for line in done.stdout.splitlines()]
-    assert [r["kind"] for r in records] == ["invocation", "answer"]
-    assert records[1]["decision"] == "deny" and records[1]["tool_use_id"] == "t1"
+    assert [r["kind"] for r in records] == ["decision"]
+    assert records[0]["decision"] == "deny" and records[0]["tool_use_id"] == "t1"
 
 
 def test_ids_and_keys() -> None:
@@ -442,22 +445,22 @@ def test_two_workers_2000_requests_then_sigterm(tmp_path: Path) -> None:
     assert decisions.count("deny") == 667
 
     store = AuditStore(str(db))
-    answers = store.recent(1000, kind="answer")  # capped page: count with SQL instead
+    answers = store.recent(1000, kind="decision")  # capped page: count with SQL instead
     assert answers
     import sqlite3
 
     conn = sqlite3.connect(db)
     total, distinct = conn.execute(
-        "SELECT COUNT(*), COUNT(DISTINCT event_id) FROM audit WHERE kind = 'answer'"
+        "SELECT COUNT(*), COUNT(DISTINCT event_id) FROM audit WHERE kind = 'decision'"
     ).fetchone()
     assert (total, distinct) == (2000, 2000)
-    assert conn.execute("SELECT COUNT(DISTINCT event_id) FROM audit").fetchone()[0] == 4000
+    assert conn.execute("SELECT COUNT(DISTINCT event_id) FROM audit").fetchone()[0] == 2000
     tool_use_ids = conn.execute(
-        "SELECT COUNT(DISTINCT tool_use_id) FROM audit WHERE kind = 'answer'"
+        "SELECT COUNT(DISTINCT tool_use_id) FROM audit WHERE kind = 'decision'"
     ).fetchone()[0]
     assert tool_use_ids == 2000  # every request once
     denied = conn.execute(
-        "SELECT COUNT(*) FROM audit WHERE kind = 'answer' AND decision = 'deny'"
+        "SELECT COUNT(*) FROM audit WHERE kind = 'decision' AND decision = 'deny'"
     ).fetchone()[0]
     assert denied == 667
     pids = {json.loads(row[0])["pid"] for row in conn.execute("SELECT record FROM audit")}

@@ -132,18 +132,15 @@ def test_every_answer_has_its_records_whatever_the_input(tmp_path: Path, process
 
     sent = [body["tool_use_id"] for body in WEBHOOK_INPUTS + MCP_INPUTS]
     lines = read_jsonl(jsonl)
-    answers = {r["tool_use_id"]: r for r in lines if r["kind"] == "answer"}
-    invocations = [r for r in lines if r["kind"] == "invocation"]
+    answers = {r["tool_use_id"]: r for r in lines if r["kind"] == "decision"}
     assert sorted(answers) == sorted(sent)
-    assert len(lines) == 2 * len(sent)
-    assert sorted(r["answer_id"] for r in invocations) == sorted(
-        r["event_id"] for r in answers.values()
-    )
+    assert len(lines) == len(sent)
+    assert all([h["name"] for h in r["handlers"]] == ["echo"] for r in lines)
 
     store = AuditStore(str(db))
     try:
-        assert store.count(kind="answer") == store.count(kind="invocation") == len(sent)
-        stored = {r["tool_use_id"]: r for r in store.recent(100, kind="answer")}
+        assert store.count(kind="decision") == store.count() == len(sent)
+        stored = {r["tool_use_id"]: r for r in store.recent(100, kind="decision")}
     finally:
         store.close()
     assert stored.keys() == answers.keys()
@@ -207,13 +204,12 @@ def test_an_input_too_deep_to_parse_is_recorded_with_its_ids(tmp_path: Path, pro
             specific = response.json()["hookSpecificOutput"]
             assert specific["permissionDecision"] == "deny"
             assert "could not read the hook input" in specific["permissionDecisionReason"]
-    answers = [r for r in read_jsonl(jsonl) if r["kind"] == "answer"]
+    answers = [r for r in read_jsonl(jsonl) if r["kind"] == "decision"]
     assert [(r["session_id"], r["tool_use_id"], r["decision"]) for r in answers] == [
         ("sess-deep", "tu-deep-1", "deny"),
         ("sess-deep", "tu-deep-2", "deny"),
     ]
-    invocations = [r for r in read_jsonl(jsonl) if r["kind"] == "invocation"]
-    assert [r["tool_use_id"] for r in invocations] == ["tu-deep-1", "tu-deep-2"]
+    assert [[h["name"] for h in r["handlers"]] for r in answers] == [["strict"], ["strict"]]
 
 
 def test_a_command_hook_records_the_ids_of_an_input_too_deep_to_parse(tmp_path: Path) -> None:
@@ -231,7 +227,7 @@ def test_a_command_hook_records_the_ids_of_an_input_too_deep_to_parse(tmp_path: 
     assert proc.returncode == 0, proc.stderr
     specific = json.loads(proc.stdout)["hookSpecificOutput"]
     assert specific["permissionDecision"] == "deny"
-    answers = [r for r in read_jsonl(jsonl) if r["kind"] == "answer"]
+    answers = [r for r in read_jsonl(jsonl) if r["kind"] == "decision"]
     assert [(r["session_id"], r["tool_use_id"]) for r in answers] == [("sess-deep", "tu-deep-cmd")]
 
 
@@ -321,7 +317,7 @@ def test_a_stalled_sink_drops_and_counts_records_and_the_server_answers_on(
         finally:
             sink.release.set()
     # what was queued is written at shutdown
-    assert len([r for r in sink.records if r["kind"] == "answer"]) == 1 + QUEUE_SIZE
+    assert len([r for r in sink.records if r["kind"] == "decision"]) == 1 + QUEUE_SIZE
 
 
 def test_block_waits_at_most_a_deadline_for_a_stalled_sink(
@@ -351,4 +347,4 @@ def test_block_waits_at_most_a_deadline_for_a_stalled_sink(
                 assert dropped_metric(client) == 10
         finally:
             sink.release.set()
-    assert len([r for r in sink.records if r["kind"] == "answer"]) == 1 + QUEUE_SIZE + 3
+    assert len([r for r in sink.records if r["kind"] == "decision"]) == 1 + QUEUE_SIZE + 3

@@ -6,6 +6,7 @@ so each line is one literal."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -78,7 +79,9 @@ def _event(name: str, **fields: Any) -> Any:
     return model_for(name).model_validate(data)
 
 
-def _observed(answer: Answer, *, latencies: tuple[float, ...] = (1.25, 3.5)) -> Observed:
+def _observed(
+    answer: Answer, *, latencies: tuple[float, ...] = (1.25, 3.5), body: bytes | None = None
+) -> Observed:
     """``answer`` as observed on the webhook, its latencies and ids fixed."""
     for inv, latency in zip(answer.invocations, latencies, strict=False):
         inv.latency_ms = latency
@@ -90,6 +93,8 @@ def _observed(answer: Answer, *, latencies: tuple[float, ...] = (1.25, 3.5)) -> 
         traceparent=None,
         end_ns=END_NS,
         pid=4242,
+        decision_id=ANSWER_ID,
+        body=body,
         trace=TraceIds(
             TRACE,
             ANSWER_SPAN,
@@ -167,6 +172,22 @@ def _too_deep() -> Observed:
     return _observed(_answer(event))
 
 
+FULL_BODY = (
+    b'{"hook_event_name":"PreToolUse","session_id":"sess-1","cwd":"/srv/app"'
+    b',"tool_name":"Bash","tool_use_id":"toolu_7","tool_input":{"command":"ls"},"extra":null}'
+)
+SECRET_BODY = (
+    b'{"hook_event_name":"PreToolUse","session_id":"sess-1","tool_name":"Bash"'
+    b',"tool_use_id":"toolu_8","tool_input":{"command":"ls","api_key":"k-123"}}'
+)
+
+
+def _full(body: bytes) -> Observed:
+    """An answer to ``body`` as the webhook received it."""
+    event = model_for("PreToolUse").model_validate_json(body)
+    return _observed(_answer(event), body=body)
+
+
 ROWS: dict[str, tuple[Callable[[], Observed], dict[str, Any]]] = {
     "one handler": (lambda: _observed(_one()), {}),
     "merged": (_merged, {}),
@@ -181,334 +202,299 @@ ROWS: dict[str, tuple[Callable[[], Observed], dict[str, Any]]] = {
     "tool_input off": (lambda: _observed(_one()), {"tool_input": False}),
     "replayed": (_replayed, {}),
     "too deep": (_too_deep, {}),
+    "full input": (lambda: _full(FULL_BODY), {"full_input": True}),
+    "full input redacted": (lambda: _full(SECRET_BODY), {"full_input": True}),
+    "policy input with a body": (lambda: _full(FULL_BODY), {}),
 }
 
 
 EXPECTED: dict[str, list[str]] = {
     "one handler": [
         (
-            '{"schema_version":1,"kind":"invocation"'
-            ',"event_id":"evt_0196b3f0a1c300000000000000000001"'
-            ',"answer_id":"evt_0196b3f0a1c3aaaaaaaaaaaaaaaaaaaa"'
+            '{"schema_version":2,"kind":"decision"'
+            ',"event_id":"evt_0196b3f0a1c3aaaaaaaaaaaaaaaaaaaa","decision_id":null'
             ',"time":"2026-05-09T07:35:25.123Z","ts":1778312125.1234567,"app":"lines"'
             ',"app_version":"1.2.3","replica":"host:1","transport":"webhook","pid":4242'
             ',"principal":"token#1","event":"PreToolUse","tool_name":"Bash","session_id":"sess-1"'
-            ',"turn_id":null,"tool_use_id":"toolu_1","agent_id":null,"handler":"gate"'
-            ',"idempotency_key":"tool_use_id=toolu_1:PreToolUse:gate:a5a413ec3104aade"'
-            ',"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"0000000000000001"'
-            ',"parent_span_id":"00f067aa0ba902b7","status":"ok","decision":"deny"'
-            ',"reason":"no rm -rf in prod","error":null,"latency_ms":1.25,"replayed":false'
-            ',"output":{"hookSpecificOutput":{"hookEventName":"PreToolUse"'
-            ',"permissionDecision":"deny","permissionDecisionReason":"no rm -rf in prod"}}}'
-        ),
-        (
-            '{"schema_version":1,"kind":"answer"'
-            ',"event_id":"evt_0196b3f0a1c3aaaaaaaaaaaaaaaaaaaa","time":"2026-05-09T07:35:25.123Z"'
-            ',"ts":1778312125.1234567,"app":"lines","app_version":"1.2.3","replica":"host:1"'
-            ',"transport":"webhook","pid":4242,"principal":"token#1","event":"PreToolUse"'
-            ',"tool_name":"Bash","session_id":"sess-1","turn_id":null,"tool_use_id":"toolu_1"'
-            ',"agent_id":null,"handler":null,"handlers":["gate"]'
+            ',"turn_id":null,"tool_use_id":"toolu_1","agent_id":null'
             ',"idempotency_key":"tool_use_id=toolu_1:PreToolUse:*:a5a413ec3104aade"'
             ',"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"00f067aa0ba902b7"'
             ',"parent_span_id":null,"status":"ok","failed":false,"decision":"deny"'
-            ',"reason":"no rm -rf in prod","latency_ms":1.25'
-            ',"input":{"tool_input":{"command":"ls"}}'
+            ',"reason":"no rm -rf in prod","latency_ms":1.25,"input_digest":"a5a413ec3104aade"'
+            ',"input":{"tool_input":{"command":"ls"}},"input_complete":false'
             ',"output":{"hookSpecificOutput":{"hookEventName":"PreToolUse"'
-            ',"permissionDecision":"deny","permissionDecisionReason":"no rm -rf in prod"}}}'
+            ',"permissionDecision":"deny","permissionDecisionReason":"no rm -rf in prod"}}'
+            ',"handlers":[{"name":"gate","status":"ok","decision":"deny"'
+            ',"reason":"no rm -rf in prod","error":null,"latency_ms":1.25,"replayed":false'
+            ',"idempotency_key":"tool_use_id=toolu_1:PreToolUse:gate:a5a413ec3104aade"'
+            ',"output":{"hookSpecificOutput":{"hookEventName":"PreToolUse"'
+            ',"permissionDecision":"deny","permissionDecisionReason":"no rm -rf in prod"}}}]}'
         ),
     ],
     "merged": [
         (
-            '{"schema_version":1,"kind":"invocation"'
-            ',"event_id":"evt_0196b3f0a1c300000000000000000001"'
-            ',"answer_id":"evt_0196b3f0a1c3aaaaaaaaaaaaaaaaaaaa"'
+            '{"schema_version":2,"kind":"decision"'
+            ',"event_id":"evt_0196b3f0a1c3aaaaaaaaaaaaaaaaaaaa","decision_id":null'
             ',"time":"2026-05-09T07:35:25.123Z","ts":1778312125.1234567,"app":"lines"'
             ',"app_version":"1.2.3","replica":"host:1","transport":"webhook","pid":4242'
             ',"principal":"token#1","event":"PreToolUse","tool_name":"Edit","session_id":"sess-1"'
-            ',"turn_id":null,"tool_use_id":"toolu_2","agent_id":null,"handler":"first"'
-            ',"idempotency_key":"tool_use_id=toolu_2:PreToolUse:first:613281796bd78b77"'
-            ',"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"0000000000000001"'
-            ',"parent_span_id":"00f067aa0ba902b7","status":"ok","decision":"allow"'
-            ',"reason":"first is fine","error":null,"latency_ms":1.25,"replayed":false'
-            ',"output":{"hookSpecificOutput":{"hookEventName":"PreToolUse"'
-            ',"permissionDecision":"allow","permissionDecisionReason":"first is fine"}}}'
-        ),
-        (
-            '{"schema_version":1,"kind":"invocation"'
-            ',"event_id":"evt_0196b3f0a1c300000000000000000002"'
-            ',"answer_id":"evt_0196b3f0a1c3aaaaaaaaaaaaaaaaaaaa"'
-            ',"time":"2026-05-09T07:35:25.123Z","ts":1778312125.1234567,"app":"lines"'
-            ',"app_version":"1.2.3","replica":"host:1","transport":"webhook","pid":4242'
-            ',"principal":"token#1","event":"PreToolUse","tool_name":"Edit","session_id":"sess-1"'
-            ',"turn_id":null,"tool_use_id":"toolu_2","agent_id":null,"handler":"second"'
-            ',"idempotency_key":"tool_use_id=toolu_2:PreToolUse:second:613281796bd78b77"'
-            ',"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"0000000000000002"'
-            ',"parent_span_id":"00f067aa0ba902b7","status":"ok","decision":"deny"'
-            ',"reason":"second says no","error":null,"latency_ms":3.5,"replayed":false'
-            ',"output":{"hookSpecificOutput":{"hookEventName":"PreToolUse"'
-            ',"permissionDecision":"deny","permissionDecisionReason":"second says no"}}}'
-        ),
-        (
-            '{"schema_version":1,"kind":"answer"'
-            ',"event_id":"evt_0196b3f0a1c3aaaaaaaaaaaaaaaaaaaa","time":"2026-05-09T07:35:25.123Z"'
-            ',"ts":1778312125.1234567,"app":"lines","app_version":"1.2.3","replica":"host:1"'
-            ',"transport":"webhook","pid":4242,"principal":"token#1","event":"PreToolUse"'
-            ',"tool_name":"Edit","session_id":"sess-1","turn_id":null,"tool_use_id":"toolu_2"'
-            ',"agent_id":null,"handler":null,"handlers":["first","second"]'
+            ',"turn_id":null,"tool_use_id":"toolu_2","agent_id":null'
             ',"idempotency_key":"tool_use_id=toolu_2:PreToolUse:*:613281796bd78b77"'
             ',"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"00f067aa0ba902b7"'
             ',"parent_span_id":null,"status":"ok","failed":false,"decision":"deny"'
-            ',"reason":"second says no","latency_ms":3.5,"input":{"tool_input":{"file":"a"}}'
+            ',"reason":"second says no","latency_ms":3.5,"input_digest":"613281796bd78b77"'
+            ',"input":{"tool_input":{"file":"a"}},"input_complete":false'
             ',"output":{"hookSpecificOutput":{"hookEventName":"PreToolUse"'
-            ',"permissionDecision":"deny","permissionDecisionReason":"second says no"}}}'
+            ',"permissionDecision":"deny","permissionDecisionReason":"second says no"}}'
+            ',"handlers":[{"name":"first","status":"ok","decision":"allow"'
+            ',"reason":"first is fine","error":null,"latency_ms":1.25,"replayed":false'
+            ',"idempotency_key":"tool_use_id=toolu_2:PreToolUse:first:613281796bd78b77"'
+            ',"output":{"hookSpecificOutput":{"hookEventName":"PreToolUse"'
+            ',"permissionDecision":"allow"'
+            ',"permissionDecisionReason":"first is fine"}}},{"name":"second","status":"ok"'
+            ',"decision":"deny","reason":"second says no","error":null,"latency_ms":3.5'
+            ',"replayed":false'
+            ',"idempotency_key":"tool_use_id=toolu_2:PreToolUse:second:613281796bd78b77"'
+            ',"output":{"hookSpecificOutput":{"hookEventName":"PreToolUse"'
+            ',"permissionDecision":"deny","permissionDecisionReason":"second says no"}}}]}'
         ),
     ],
     "fail closed": [
         (
-            '{"schema_version":1,"kind":"invocation"'
-            ',"event_id":"evt_0196b3f0a1c300000000000000000001"'
-            ',"answer_id":"evt_0196b3f0a1c3aaaaaaaaaaaaaaaaaaaa"'
+            '{"schema_version":2,"kind":"decision"'
+            ',"event_id":"evt_0196b3f0a1c3aaaaaaaaaaaaaaaaaaaa","decision_id":null'
             ',"time":"2026-05-09T07:35:25.123Z","ts":1778312125.1234567,"app":"lines"'
             ',"app_version":"1.2.3","replica":"host:1","transport":"webhook","pid":4242'
             ',"principal":"token#1","event":"PreToolUse","tool_name":"Write"'
             ',"session_id":"sess-1","turn_id":null,"tool_use_id":"toolu_3","agent_id":null'
-            ',"handler":"closed"'
-            ',"idempotency_key":"tool_use_id=toolu_3:PreToolUse:closed:5274235b81f5973b"'
-            ',"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"0000000000000001"'
-            ',"parent_span_id":"00f067aa0ba902b7","status":"fail_closed","decision":"deny"'
-            ',"reason":"Blocked by policy: the check \'closed\' failed'
-            ', and it is configured to fail closed."'
-            ',"error":"RuntimeError: the approvals service is down","latency_ms":1.25'
-            ',"replayed":false,"output":null}'
-        ),
-        (
-            '{"schema_version":1,"kind":"answer"'
-            ',"event_id":"evt_0196b3f0a1c3aaaaaaaaaaaaaaaaaaaa","time":"2026-05-09T07:35:25.123Z"'
-            ',"ts":1778312125.1234567,"app":"lines","app_version":"1.2.3","replica":"host:1"'
-            ',"transport":"webhook","pid":4242,"principal":"token#1","event":"PreToolUse"'
-            ',"tool_name":"Write","session_id":"sess-1","turn_id":null,"tool_use_id":"toolu_3"'
-            ',"agent_id":null,"handler":null,"handlers":["closed"]'
             ',"idempotency_key":"tool_use_id=toolu_3:PreToolUse:*:5274235b81f5973b"'
             ',"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"00f067aa0ba902b7"'
             ',"parent_span_id":null,"status":"fail_closed","failed":false,"decision":"deny"'
             ',"reason":"Blocked by policy: the check \'closed\' failed'
-            ', and it is configured to fail closed.","latency_ms":1.25,"input":{"tool_input":{}}'
-            ',"output":{"hookSpecificOutput":{"hookEventName":"PreToolUse"'
+            ', and it is configured to fail closed."'
+            ',"latency_ms":1.25,"input_digest":"5274235b81f5973b","input":{"tool_input":{}}'
+            ',"input_complete":false,"output":{"hookSpecificOutput":{"hookEventName":"PreToolUse"'
             ',"permissionDecision":"deny"'
             ',"permissionDecisionReason":"Blocked by policy: the check \'closed\' failed'
-            ', and it is configured to fail closed."}}}'
+            ', and it is configured to fail closed."}}'
+            ',"handlers":[{"name":"closed","status":"fail_closed","decision":"deny"'
+            ',"reason":"Blocked by policy: the check \'closed\' failed'
+            ', and it is configured to fail closed."'
+            ',"error":"RuntimeError: the approvals service is down","latency_ms":1.25'
+            ',"replayed":false'
+            ',"idempotency_key":"tool_use_id=toolu_3:PreToolUse:closed:5274235b81f5973b"'
+            ',"output":null}]}'
         ),
     ],
     "timeout": [
         (
-            '{"schema_version":1,"kind":"invocation"'
-            ',"event_id":"evt_0196b3f0a1c300000000000000000001"'
-            ',"answer_id":"evt_0196b3f0a1c3aaaaaaaaaaaaaaaaaaaa"'
+            '{"schema_version":2,"kind":"decision"'
+            ',"event_id":"evt_0196b3f0a1c3aaaaaaaaaaaaaaaaaaaa","decision_id":null'
             ',"time":"2026-05-09T07:35:25.123Z","ts":1778312125.1234567,"app":"lines"'
             ',"app_version":"1.2.3","replica":"host:1","transport":"webhook","pid":4242'
             ',"principal":"token#1","event":"PreToolUse","tool_name":"Read","session_id":"sess-1"'
-            ',"turn_id":null,"tool_use_id":"toolu_4","agent_id":null,"handler":"slow"'
-            ',"idempotency_key":"tool_use_id=toolu_4:PreToolUse:slow:707e915937567edc"'
-            ',"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"0000000000000001"'
-            ',"parent_span_id":"00f067aa0ba902b7","status":"timeout","decision":null'
-            ',"reason":null,"error":"handler did not answer in time","latency_ms":5000.0'
-            ',"replayed":false,"output":null}'
-        ),
-        (
-            '{"schema_version":1,"kind":"answer"'
-            ',"event_id":"evt_0196b3f0a1c3aaaaaaaaaaaaaaaaaaaa","time":"2026-05-09T07:35:25.123Z"'
-            ',"ts":1778312125.1234567,"app":"lines","app_version":"1.2.3","replica":"host:1"'
-            ',"transport":"webhook","pid":4242,"principal":"token#1","event":"PreToolUse"'
-            ',"tool_name":"Read","session_id":"sess-1","turn_id":null,"tool_use_id":"toolu_4"'
-            ',"agent_id":null,"handler":null,"handlers":["slow"]'
+            ',"turn_id":null,"tool_use_id":"toolu_4","agent_id":null'
             ',"idempotency_key":"tool_use_id=toolu_4:PreToolUse:*:707e915937567edc"'
             ',"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"00f067aa0ba902b7"'
             ',"parent_span_id":null,"status":"timeout","failed":true,"decision":null'
-            ',"reason":null,"latency_ms":5000.0,"input":{},"output":{}}'
+            ',"reason":null,"latency_ms":5000.0,"input_digest":"707e915937567edc","input":{}'
+            ',"input_complete":false,"output":{},"handlers":[{"name":"slow","status":"timeout"'
+            ',"decision":null,"reason":null,"error":"handler did not answer in time"'
+            ',"latency_ms":5000.0,"replayed":false'
+            ',"idempotency_key":"tool_use_id=toolu_4:PreToolUse:slow:707e915937567edc"'
+            ',"output":null}]}'
         ),
     ],
     "redacted": [
         (
-            '{"schema_version":1,"kind":"invocation"'
-            ',"event_id":"evt_0196b3f0a1c300000000000000000001"'
-            ',"answer_id":"evt_0196b3f0a1c3aaaaaaaaaaaaaaaaaaaa"'
+            '{"schema_version":2,"kind":"decision"'
+            ',"event_id":"evt_0196b3f0a1c3aaaaaaaaaaaaaaaaaaaa","decision_id":null'
             ',"time":"2026-05-09T07:35:25.123Z","ts":1778312125.1234567,"app":"lines"'
             ',"app_version":"1.2.3","replica":"host:1","transport":"webhook","pid":4242'
             ',"principal":"token#1","event":"PreToolUse","tool_name":"Bash","session_id":"sess-1"'
-            ',"turn_id":null,"tool_use_id":"toolu_5","agent_id":null,"handler":"gate"'
-            ',"idempotency_key":"tool_use_id=toolu_5:PreToolUse:gate:e02a57aca9093acf"'
-            ',"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"0000000000000001"'
-            ',"parent_span_id":"00f067aa0ba902b7","status":"ok","decision":"deny"'
-            ',"reason":"no rm -rf in prod","error":null,"latency_ms":1.25,"replayed":false'
-            ',"output":{"hookSpecificOutput":{"hookEventName":"PreToolUse"'
-            ',"permissionDecision":"deny","permissionDecisionReason":"no rm -rf in prod"}}}'
-        ),
-        (
-            '{"schema_version":1,"kind":"answer"'
-            ',"event_id":"evt_0196b3f0a1c3aaaaaaaaaaaaaaaaaaaa","time":"2026-05-09T07:35:25.123Z"'
-            ',"ts":1778312125.1234567,"app":"lines","app_version":"1.2.3","replica":"host:1"'
-            ',"transport":"webhook","pid":4242,"principal":"token#1","event":"PreToolUse"'
-            ',"tool_name":"Bash","session_id":"sess-1","turn_id":null,"tool_use_id":"toolu_5"'
-            ',"agent_id":null,"handler":null,"handlers":["gate"]'
+            ',"turn_id":null,"tool_use_id":"toolu_5","agent_id":null'
             ',"idempotency_key":"tool_use_id=toolu_5:PreToolUse:*:e02a57aca9093acf"'
             ',"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"00f067aa0ba902b7"'
             ',"parent_span_id":null,"status":"ok","failed":false,"decision":"deny"'
-            ',"reason":"no rm -rf in prod","latency_ms":1.25'
+            ',"reason":"no rm -rf in prod","latency_ms":1.25,"input_digest":"e02a57aca9093acf"'
             ',"input":{"tool_input":{"command":"curl -H \'Authorization: [REDACTED]\' https://[REDACTED]@x.io"'
             ',"password":"[REDACTED]","card":{"number":"[REDACTED]","holder":"[REDACTED]"}}}'
+            ',"input_complete":false,"output":{"hookSpecificOutput":{"hookEventName":"PreToolUse"'
+            ',"permissionDecision":"deny","permissionDecisionReason":"no rm -rf in prod"}}'
+            ',"handlers":[{"name":"gate","status":"ok","decision":"deny"'
+            ',"reason":"no rm -rf in prod","error":null,"latency_ms":1.25,"replayed":false'
+            ',"idempotency_key":"tool_use_id=toolu_5:PreToolUse:gate:e02a57aca9093acf"'
             ',"output":{"hookSpecificOutput":{"hookEventName":"PreToolUse"'
-            ',"permissionDecision":"deny","permissionDecisionReason":"no rm -rf in prod"}}}'
+            ',"permissionDecision":"deny","permissionDecisionReason":"no rm -rf in prod"}}}]}'
         ),
     ],
     "text on": [
         (
-            '{"schema_version":1,"kind":"invocation"'
-            ',"event_id":"evt_0196b3f0a1c300000000000000000001"'
-            ',"answer_id":"evt_0196b3f0a1c3aaaaaaaaaaaaaaaaaaaa"'
+            '{"schema_version":2,"kind":"decision"'
+            ',"event_id":"evt_0196b3f0a1c3aaaaaaaaaaaaaaaaaaaa","decision_id":null'
             ',"time":"2026-05-09T07:35:25.123Z","ts":1778312125.1234567,"app":"lines"'
             ',"app_version":"1.2.3","replica":"host:1","transport":"webhook","pid":4242'
             ',"principal":"token#1","event":"UserPromptSubmit","tool_name":null'
             ',"session_id":"sess-1","turn_id":null,"tool_use_id":null,"agent_id":null'
-            ',"handler":"prompt"'
-            ',"idempotency_key":"session_id=sess-1:UserPromptSubmit:prompt:3528748208c07d06"'
-            ',"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"0000000000000001"'
-            ',"parent_span_id":"00f067aa0ba902b7","status":"ok","decision":null,"reason":null'
-            ',"error":null,"latency_ms":1.25,"replayed":false,"output":{}}'
-        ),
-        (
-            '{"schema_version":1,"kind":"answer"'
-            ',"event_id":"evt_0196b3f0a1c3aaaaaaaaaaaaaaaaaaaa","time":"2026-05-09T07:35:25.123Z"'
-            ',"ts":1778312125.1234567,"app":"lines","app_version":"1.2.3","replica":"host:1"'
-            ',"transport":"webhook","pid":4242,"principal":"token#1","event":"UserPromptSubmit"'
-            ',"tool_name":null,"session_id":"sess-1","turn_id":null,"tool_use_id":null'
-            ',"agent_id":null,"handler":null,"handlers":["prompt"]'
             ',"idempotency_key":"session_id=sess-1:UserPromptSubmit:*:3528748208c07d06"'
             ',"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"00f067aa0ba902b7"'
             ',"parent_span_id":null,"status":"ok","failed":false,"decision":null,"reason":null'
-            ',"latency_ms":1.25,"input":{"prompt":"deploy with [REDACTED] now"},"output":{}}'
+            ',"latency_ms":1.25,"input_digest":"3528748208c07d06"'
+            ',"input":{"prompt":"deploy with [REDACTED] now"},"input_complete":false,"output":{}'
+            ',"handlers":[{"name":"prompt","status":"ok","decision":null,"reason":null'
+            ',"error":null,"latency_ms":1.25,"replayed":false'
+            ',"idempotency_key":"session_id=sess-1:UserPromptSubmit:prompt:3528748208c07d06"'
+            ',"output":{}}]}'
         ),
     ],
     "text off": [
         (
-            '{"schema_version":1,"kind":"invocation"'
-            ',"event_id":"evt_0196b3f0a1c300000000000000000001"'
-            ',"answer_id":"evt_0196b3f0a1c3aaaaaaaaaaaaaaaaaaaa"'
+            '{"schema_version":2,"kind":"decision"'
+            ',"event_id":"evt_0196b3f0a1c3aaaaaaaaaaaaaaaaaaaa","decision_id":null'
             ',"time":"2026-05-09T07:35:25.123Z","ts":1778312125.1234567,"app":"lines"'
             ',"app_version":"1.2.3","replica":"host:1","transport":"webhook","pid":4242'
             ',"principal":"token#1","event":"UserPromptSubmit","tool_name":null'
             ',"session_id":"sess-1","turn_id":null,"tool_use_id":null,"agent_id":null'
-            ',"handler":"prompt"'
-            ',"idempotency_key":"session_id=sess-1:UserPromptSubmit:prompt:3528748208c07d06"'
-            ',"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"0000000000000001"'
-            ',"parent_span_id":"00f067aa0ba902b7","status":"ok","decision":null,"reason":null'
-            ',"error":null,"latency_ms":1.25,"replayed":false,"output":{}}'
-        ),
-        (
-            '{"schema_version":1,"kind":"answer"'
-            ',"event_id":"evt_0196b3f0a1c3aaaaaaaaaaaaaaaaaaaa","time":"2026-05-09T07:35:25.123Z"'
-            ',"ts":1778312125.1234567,"app":"lines","app_version":"1.2.3","replica":"host:1"'
-            ',"transport":"webhook","pid":4242,"principal":"token#1","event":"UserPromptSubmit"'
-            ',"tool_name":null,"session_id":"sess-1","turn_id":null,"tool_use_id":null'
-            ',"agent_id":null,"handler":null,"handlers":["prompt"]'
             ',"idempotency_key":"session_id=sess-1:UserPromptSubmit:*:3528748208c07d06"'
             ',"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"00f067aa0ba902b7"'
             ',"parent_span_id":null,"status":"ok","failed":false,"decision":null,"reason":null'
-            ',"latency_ms":1.25,"input":{},"output":{}}'
+            ',"latency_ms":1.25,"input_digest":"3528748208c07d06","input":{}'
+            ',"input_complete":false,"output":{},"handlers":[{"name":"prompt","status":"ok"'
+            ',"decision":null,"reason":null,"error":null,"latency_ms":1.25,"replayed":false'
+            ',"idempotency_key":"session_id=sess-1:UserPromptSubmit:prompt:3528748208c07d06"'
+            ',"output":{}}]}'
         ),
     ],
     "tool_input off": [
         (
-            '{"schema_version":1,"kind":"invocation"'
-            ',"event_id":"evt_0196b3f0a1c300000000000000000001"'
-            ',"answer_id":"evt_0196b3f0a1c3aaaaaaaaaaaaaaaaaaaa"'
+            '{"schema_version":2,"kind":"decision"'
+            ',"event_id":"evt_0196b3f0a1c3aaaaaaaaaaaaaaaaaaaa","decision_id":null'
             ',"time":"2026-05-09T07:35:25.123Z","ts":1778312125.1234567,"app":"lines"'
             ',"app_version":"1.2.3","replica":"host:1","transport":"webhook","pid":4242'
             ',"principal":"token#1","event":"PreToolUse","tool_name":"Bash","session_id":"sess-1"'
-            ',"turn_id":null,"tool_use_id":"toolu_1","agent_id":null,"handler":"gate"'
-            ',"idempotency_key":"tool_use_id=toolu_1:PreToolUse:gate:a5a413ec3104aade"'
-            ',"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"0000000000000001"'
-            ',"parent_span_id":"00f067aa0ba902b7","status":"ok","decision":"deny"'
-            ',"reason":"no rm -rf in prod","error":null,"latency_ms":1.25,"replayed":false'
-            ',"output":{"hookSpecificOutput":{"hookEventName":"PreToolUse"'
-            ',"permissionDecision":"deny","permissionDecisionReason":"no rm -rf in prod"}}}'
-        ),
-        (
-            '{"schema_version":1,"kind":"answer"'
-            ',"event_id":"evt_0196b3f0a1c3aaaaaaaaaaaaaaaaaaaa","time":"2026-05-09T07:35:25.123Z"'
-            ',"ts":1778312125.1234567,"app":"lines","app_version":"1.2.3","replica":"host:1"'
-            ',"transport":"webhook","pid":4242,"principal":"token#1","event":"PreToolUse"'
-            ',"tool_name":"Bash","session_id":"sess-1","turn_id":null,"tool_use_id":"toolu_1"'
-            ',"agent_id":null,"handler":null,"handlers":["gate"]'
+            ',"turn_id":null,"tool_use_id":"toolu_1","agent_id":null'
             ',"idempotency_key":"tool_use_id=toolu_1:PreToolUse:*:a5a413ec3104aade"'
             ',"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"00f067aa0ba902b7"'
             ',"parent_span_id":null,"status":"ok","failed":false,"decision":"deny"'
-            ',"reason":"no rm -rf in prod","latency_ms":1.25,"input":{}'
+            ',"reason":"no rm -rf in prod","latency_ms":1.25,"input_digest":"a5a413ec3104aade"'
+            ',"input":{},"input_complete":false'
             ',"output":{"hookSpecificOutput":{"hookEventName":"PreToolUse"'
-            ',"permissionDecision":"deny","permissionDecisionReason":"no rm -rf in prod"}}}'
+            ',"permissionDecision":"deny","permissionDecisionReason":"no rm -rf in prod"}}'
+            ',"handlers":[{"name":"gate","status":"ok","decision":"deny"'
+            ',"reason":"no rm -rf in prod","error":null,"latency_ms":1.25,"replayed":false'
+            ',"idempotency_key":"tool_use_id=toolu_1:PreToolUse:gate:a5a413ec3104aade"'
+            ',"output":{"hookSpecificOutput":{"hookEventName":"PreToolUse"'
+            ',"permissionDecision":"deny","permissionDecisionReason":"no rm -rf in prod"}}}]}'
         ),
     ],
     "replayed": [
         (
-            '{"schema_version":1,"kind":"invocation"'
-            ',"event_id":"evt_0196b3f0a1c300000000000000000001"'
-            ',"answer_id":"evt_0196b3f0a1c3aaaaaaaaaaaaaaaaaaaa"'
+            '{"schema_version":2,"kind":"decision"'
+            ',"event_id":"evt_0196b3f0a1c3aaaaaaaaaaaaaaaaaaaa","decision_id":null'
             ',"time":"2026-05-09T07:35:25.123Z","ts":1778312125.1234567,"app":"lines"'
             ',"app_version":"1.2.3","replica":"host:1","transport":"webhook","pid":4242'
             ',"principal":"token#1","event":"PreToolUse","tool_name":"Bash","session_id":"sess-1"'
-            ',"turn_id":null,"tool_use_id":"toolu_1","agent_id":null,"handler":"gate"'
-            ',"idempotency_key":"tool_use_id=toolu_1:PreToolUse:gate:a5a413ec3104aade"'
-            ',"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"0000000000000001"'
-            ',"parent_span_id":"00f067aa0ba902b7","status":"ok","decision":"deny"'
-            ',"reason":"no rm -rf in prod","error":null,"latency_ms":1.25,"replayed":true'
-            ',"output":{"hookSpecificOutput":{"hookEventName":"PreToolUse"'
-            ',"permissionDecision":"deny","permissionDecisionReason":"no rm -rf in prod"}}}'
-        ),
-        (
-            '{"schema_version":1,"kind":"answer"'
-            ',"event_id":"evt_0196b3f0a1c3aaaaaaaaaaaaaaaaaaaa","time":"2026-05-09T07:35:25.123Z"'
-            ',"ts":1778312125.1234567,"app":"lines","app_version":"1.2.3","replica":"host:1"'
-            ',"transport":"webhook","pid":4242,"principal":"token#1","event":"PreToolUse"'
-            ',"tool_name":"Bash","session_id":"sess-1","turn_id":null,"tool_use_id":"toolu_1"'
-            ',"agent_id":null,"handler":null,"handlers":["gate"]'
+            ',"turn_id":null,"tool_use_id":"toolu_1","agent_id":null'
             ',"idempotency_key":"tool_use_id=toolu_1:PreToolUse:*:a5a413ec3104aade"'
             ',"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"00f067aa0ba902b7"'
             ',"parent_span_id":null,"status":"ok","failed":false,"decision":"deny"'
-            ',"reason":"no rm -rf in prod","latency_ms":1.25'
-            ',"input":{"tool_input":{"command":"ls"}}'
+            ',"reason":"no rm -rf in prod","latency_ms":1.25,"input_digest":"a5a413ec3104aade"'
+            ',"input":{"tool_input":{"command":"ls"}},"input_complete":false'
             ',"output":{"hookSpecificOutput":{"hookEventName":"PreToolUse"'
-            ',"permissionDecision":"deny","permissionDecisionReason":"no rm -rf in prod"}}}'
+            ',"permissionDecision":"deny","permissionDecisionReason":"no rm -rf in prod"}}'
+            ',"handlers":[{"name":"gate","status":"ok","decision":"deny"'
+            ',"reason":"no rm -rf in prod","error":null,"latency_ms":1.25,"replayed":true'
+            ',"idempotency_key":"tool_use_id=toolu_1:PreToolUse:gate:a5a413ec3104aade"'
+            ',"output":{"hookSpecificOutput":{"hookEventName":"PreToolUse"'
+            ',"permissionDecision":"deny","permissionDecisionReason":"no rm -rf in prod"}}}]}'
+        ),
+    ],
+    "full input": [
+        (
+            '{"schema_version":2,"kind":"decision"'
+            ',"event_id":"evt_0196b3f0a1c3aaaaaaaaaaaaaaaaaaaa","decision_id":null'
+            ',"time":"2026-05-09T07:35:25.123Z","ts":1778312125.1234567,"app":"lines"'
+            ',"app_version":"1.2.3","replica":"host:1","transport":"webhook","pid":4242'
+            ',"principal":"token#1","event":"PreToolUse","tool_name":"Bash","session_id":"sess-1"'
+            ',"turn_id":null,"tool_use_id":"toolu_7","agent_id":null'
+            ',"idempotency_key":"tool_use_id=toolu_7:PreToolUse:*:c3c4ff8dbdb30fd8"'
+            ',"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"00f067aa0ba902b7"'
+            ',"parent_span_id":null,"status":"ok","failed":false,"decision":"deny"'
+            ',"reason":"no rm -rf in prod","latency_ms":1.25,"input_digest":"204c8cd12ed30b0a"'
+            ',"input":{"hook_event_name":"PreToolUse","session_id":"sess-1","cwd":"/srv/app"'
+            ',"tool_name":"Bash","tool_use_id":"toolu_7","tool_input":{"command":"ls"}'
+            ',"extra":null},"input_complete":true'
+            ',"output":{"hookSpecificOutput":{"hookEventName":"PreToolUse"'
+            ',"permissionDecision":"deny","permissionDecisionReason":"no rm -rf in prod"}}'
+            ',"handlers":[{"name":"gate","status":"ok","decision":"deny"'
+            ',"reason":"no rm -rf in prod","error":null,"latency_ms":1.25,"replayed":false'
+            ',"idempotency_key":"tool_use_id=toolu_7:PreToolUse:gate:c3c4ff8dbdb30fd8"'
+            ',"output":{"hookSpecificOutput":{"hookEventName":"PreToolUse"'
+            ',"permissionDecision":"deny","permissionDecisionReason":"no rm -rf in prod"}}}]}'
+        ),
+    ],
+    "full input redacted": [
+        (
+            '{"schema_version":2,"kind":"decision"'
+            ',"event_id":"evt_0196b3f0a1c3aaaaaaaaaaaaaaaaaaaa","decision_id":null'
+            ',"time":"2026-05-09T07:35:25.123Z","ts":1778312125.1234567,"app":"lines"'
+            ',"app_version":"1.2.3","replica":"host:1","transport":"webhook","pid":4242'
+            ',"principal":"token#1","event":"PreToolUse","tool_name":"Bash","session_id":"sess-1"'
+            ',"turn_id":null,"tool_use_id":"toolu_8","agent_id":null'
+            ',"idempotency_key":"tool_use_id=toolu_8:PreToolUse:*:8966cf8bc0fc92d3"'
+            ',"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"00f067aa0ba902b7"'
+            ',"parent_span_id":null,"status":"ok","failed":false,"decision":"deny"'
+            ',"reason":"no rm -rf in prod","latency_ms":1.25,"input_digest":"5a434a5250567d5a"'
+            ',"input":{"hook_event_name":"PreToolUse","session_id":"sess-1","tool_name":"Bash"'
+            ',"tool_use_id":"toolu_8","tool_input":{"command":"ls","api_key":"[REDACTED]"}}'
+            ',"input_complete":false,"output":{"hookSpecificOutput":{"hookEventName":"PreToolUse"'
+            ',"permissionDecision":"deny","permissionDecisionReason":"no rm -rf in prod"}}'
+            ',"handlers":[{"name":"gate","status":"ok","decision":"deny"'
+            ',"reason":"no rm -rf in prod","error":null,"latency_ms":1.25,"replayed":false'
+            ',"idempotency_key":"tool_use_id=toolu_8:PreToolUse:gate:8966cf8bc0fc92d3"'
+            ',"output":{"hookSpecificOutput":{"hookEventName":"PreToolUse"'
+            ',"permissionDecision":"deny","permissionDecisionReason":"no rm -rf in prod"}}}]}'
+        ),
+    ],
+    "policy input with a body": [
+        (
+            '{"schema_version":2,"kind":"decision"'
+            ',"event_id":"evt_0196b3f0a1c3aaaaaaaaaaaaaaaaaaaa","decision_id":null'
+            ',"time":"2026-05-09T07:35:25.123Z","ts":1778312125.1234567,"app":"lines"'
+            ',"app_version":"1.2.3","replica":"host:1","transport":"webhook","pid":4242'
+            ',"principal":"token#1","event":"PreToolUse","tool_name":"Bash","session_id":"sess-1"'
+            ',"turn_id":null,"tool_use_id":"toolu_7","agent_id":null'
+            ',"idempotency_key":"tool_use_id=toolu_7:PreToolUse:*:c3c4ff8dbdb30fd8"'
+            ',"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"00f067aa0ba902b7"'
+            ',"parent_span_id":null,"status":"ok","failed":false,"decision":"deny"'
+            ',"reason":"no rm -rf in prod","latency_ms":1.25,"input_digest":"204c8cd12ed30b0a"'
+            ',"input":{"tool_input":{"command":"ls"}},"input_complete":false'
+            ',"output":{"hookSpecificOutput":{"hookEventName":"PreToolUse"'
+            ',"permissionDecision":"deny","permissionDecisionReason":"no rm -rf in prod"}}'
+            ',"handlers":[{"name":"gate","status":"ok","decision":"deny"'
+            ',"reason":"no rm -rf in prod","error":null,"latency_ms":1.25,"replayed":false'
+            ',"idempotency_key":"tool_use_id=toolu_7:PreToolUse:gate:c3c4ff8dbdb30fd8"'
+            ',"output":{"hookSpecificOutput":{"hookEventName":"PreToolUse"'
+            ',"permissionDecision":"deny","permissionDecisionReason":"no rm -rf in prod"}}}]}'
         ),
     ],
 }
+
 # The input nested deeper than a record holds: the ids recorded, the input cut where it is too
 # deep (the value at the last level a record holds is replaced by the marker).
-DEEP_INVOCATION = (
-    '{"schema_version":1,"kind":"invocation"'
-    ',"event_id":"evt_0196b3f0a1c300000000000000000001"'
-    ',"answer_id":"evt_0196b3f0a1c3aaaaaaaaaaaaaaaaaaaa"'
-    ',"time":"2026-05-09T07:35:25.123Z","ts":1778312125.1234567,"app":"lines"'
-    ',"app_version":"1.2.3","replica":"host:1","transport":"webhook","pid":4242'
-    ',"principal":"token#1","event":"PreToolUse","tool_name":"Bash","session_id":"sess-1"'
-    ',"turn_id":null,"tool_use_id":"toolu_6","agent_id":null,"handler":"gate"'
-    ',"idempotency_key":"tool_use_id=toolu_6:PreToolUse:gate:852c15f701d9eab3"'
-    ',"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"0000000000000001"'
-    ',"parent_span_id":"00f067aa0ba902b7","status":"ok","decision":"deny"'
-    ',"reason":"no rm -rf in prod","error":null,"latency_ms":1.25,"replayed":false'
-    ',"output":{"hookSpecificOutput":{"hookEventName":"PreToolUse"'
-    ',"permissionDecision":"deny","permissionDecisionReason":"no rm -rf in prod"}}}'
-)
-DEEP_ANSWER = (
+DEEP_DECISION = (
     (
-        '{"schema_version":1,"kind":"answer"'
-        ',"event_id":"evt_0196b3f0a1c3aaaaaaaaaaaaaaaaaaaa","time":"2026-05-09T07:35:25.123Z"'
-        ',"ts":1778312125.1234567,"app":"lines","app_version":"1.2.3","replica":"host:1"'
-        ',"transport":"webhook","pid":4242,"principal":"token#1","event":"PreToolUse"'
-        ',"tool_name":"Bash","session_id":"sess-1","turn_id":null,"tool_use_id":"toolu_6"'
-        ',"agent_id":null,"handler":null,"handlers":["gate"]'
+        '{"schema_version":2,"kind":"decision"'
+        ',"event_id":"evt_0196b3f0a1c3aaaaaaaaaaaaaaaaaaaa","decision_id":null'
+        ',"time":"2026-05-09T07:35:25.123Z","ts":1778312125.1234567,"app":"lines"'
+        ',"app_version":"1.2.3","replica":"host:1","transport":"webhook","pid":4242'
+        ',"principal":"token#1","event":"PreToolUse","tool_name":"Bash","session_id":"sess-1"'
+        ',"turn_id":null,"tool_use_id":"toolu_6","agent_id":null'
         ',"idempotency_key":"tool_use_id=toolu_6:PreToolUse:*:852c15f701d9eab3"'
         ',"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"00f067aa0ba902b7"'
         ',"parent_span_id":null,"status":"ok","failed":false,"decision":"deny"'
-        ',"reason":"no rm -rf in prod","latency_ms":1.25,"input":'
+        ',"reason":"no rm -rf in prod","latency_ms":1.25,"input_digest":"852c15f701d9eab3"'
+        ',"input":'
     )
     + '{"tool_input":'
     + '{"k":' * MAX_RECORD_DEPTH
@@ -516,11 +502,17 @@ DEEP_ANSWER = (
     + "}" * MAX_RECORD_DEPTH
     + "}"
     + (
+        ',"input_complete":false'
         ',"output":{"hookSpecificOutput":{"hookEventName":"PreToolUse"'
-        ',"permissionDecision":"deny","permissionDecisionReason":"no rm -rf in prod"}}}'
+        ',"permissionDecision":"deny","permissionDecisionReason":"no rm -rf in prod"}}'
+        ',"handlers":[{"name":"gate","status":"ok","decision":"deny"'
+        ',"reason":"no rm -rf in prod","error":null,"latency_ms":1.25,"replayed":false'
+        ',"idempotency_key":"tool_use_id=toolu_6:PreToolUse:gate:852c15f701d9eab3"'
+        ',"output":{"hookSpecificOutput":{"hookEventName":"PreToolUse"'
+        ',"permissionDecision":"deny","permissionDecisionReason":"no rm -rf in prod"}}}]}'
     )
 )
-EXPECTED["too deep"] = [DEEP_INVOCATION, DEEP_ANSWER]
+EXPECTED["too deep"] = [DEEP_DECISION]
 
 
 @pytest.mark.parametrize("row", sorted(ROWS))
@@ -557,7 +549,7 @@ def test_the_durable_trail_commits_the_same_lines(tmp_path: Path) -> None:
         channel = trail._channel
         assert channel is not None
         assert [type(captured) for captured in channel.batch] == [tuple]
-        assert [type(invocation[1]) for invocation in channel.batch[0][9]] == [str]
+        assert [type(invocation[1]) for invocation in channel.batch[0][12]] == [str]
         return await trail.committed(item.ack, 30.0)
 
     try:
@@ -574,3 +566,12 @@ def test_the_lines_a_sink_given_in_code_writes(tmp_path: Path) -> None:
     trail.submit(_merged())
     trail.close()
     assert path.read_text().splitlines() == EXPECTED["merged"]
+
+
+def test_the_input_digest_is_of_the_body_as_received() -> None:
+    """The digest of the bytes the webhook read, whatever the input's serialization; the
+    idempotency keys keep theirs (of the input as serialized)."""
+    (line,) = _lines(_full(FULL_BODY), _policy())
+    record = json.loads(line)
+    assert record["input_digest"] == hashlib.sha256(FULL_BODY).hexdigest()[:16]
+    assert not record["idempotency_key"].endswith(record["input_digest"])

@@ -119,7 +119,7 @@ def sqlite_answers(db: Path) -> list[dict[str, Any]]:
     """The answer records of a SQLite sink, oldest first (none when nothing was written)."""
     with contextlib.closing(sqlite3.connect(db)) as conn:
         try:
-            rows = conn.execute("SELECT record FROM audit WHERE kind = 'answer' ORDER BY id")
+            rows = conn.execute("SELECT record FROM audit WHERE kind = 'decision' ORDER BY id")
             return [json.loads(row[0]) for row in rows]
         except sqlite3.OperationalError:  # no table: no record was ever committed
             return []
@@ -178,7 +178,7 @@ def test_kill_9_right_after_the_last_answer_loses_no_answered_record(tmp_path: P
     }
     assert len(answered) == len(bodies), [r for r in results if not isinstance(r, httpx.Response)]
     in_sqlite = {record["tool_use_id"] for record in sqlite_answers(db)}
-    in_jsonl = {r["tool_use_id"] for r in read_jsonl(log) if r["kind"] == "answer"}
+    in_jsonl = {r["tool_use_id"] for r in read_jsonl(log) if r["kind"] == "decision"}
     assert answered - in_sqlite == set()
     assert answered - in_jsonl == set()
 
@@ -222,7 +222,7 @@ def test_answers_that_arrive_together_share_one_commit() -> None:
         trail = trail_of(server)
         with server.http(timeout=10) as client:
             metrics = client.get("/metrics").text
-    answers = [r for r in sink.records if r["kind"] == "answer"]
+    answers = [r for r in sink.records if r["kind"] == "decision"]
     assert len(answers) == count
     # every answer was committed before it was sent, and in fewer commits than answers
     assert trail.committed_answers == count
@@ -311,7 +311,7 @@ def test_a_failing_sink_gets_the_failure_policy_and_readyz_follows_it(
         )
     replaced = [m for m in caplog.messages if "was not sent, its failure policy" in m]
     assert len(replaced) == 1, caplog.messages  # once per interval, not once per answer
-    answered = {r["tool_use_id"] for r in sink.records if r["kind"] == "answer"}
+    answered = {r["tool_use_id"] for r in sink.records if r["kind"] == "decision"}
     assert {"ok-1", "ok-2"} <= answered
 
 
@@ -444,7 +444,7 @@ def test_a_command_hook_that_cannot_commit_its_record_fails_closed(tmp_path: Pat
     done = command(tmp_path, f"jsonl:{log}", event("Bash", "cmd-1"))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "allow"
-    assert [r["tool_use_id"] for r in read_jsonl(log) if r["kind"] == "answer"] == ["cmd-1"]
+    assert [r["tool_use_id"] for r in read_jsonl(log) if r["kind"] == "decision"] == ["cmd-1"]
     # a path that cannot be written (a directory): no record, so no allow
     folder = tmp_path / "a-directory"
     folder.mkdir()

@@ -88,7 +88,7 @@ def committed_ids(db: Path) -> list[str]:
     """The tool_use_ids of the answer records committed, in commit order."""
     with contextlib.closing(sqlite3.connect(db)) as conn:
         try:
-            rows = conn.execute("SELECT tool_use_id FROM audit WHERE kind = 'answer' ORDER BY id")
+            rows = conn.execute("SELECT tool_use_id FROM audit WHERE kind = 'decision' ORDER BY id")
             return [row[0] for row in rows]
         except sqlite3.OperationalError:  # no table yet
             return []

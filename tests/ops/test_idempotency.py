@@ -250,22 +250,23 @@ def test_same_tool_use_on_two_workers_runs_once(redis_url: str, tmp_path: Path) 
             batch = asyncio.run(send_many(url, [body] * 8, concurrency=8, fresh_connections=True))
             assert all(isinstance(r, httpx.Response) for r in batch), batch
             responses.extend(batch)  # type: ignore[arg-type]
-            pids = {r["pid"] for r in read_jsonl(audit) if r["kind"] == "answer"}
+            pids = {r["pid"] for r in read_jsonl(audit) if r["kind"] == "decision"}
             if len(pids) == 2:
                 break
         assert server.terminate()
     records = [r for r in read_jsonl(audit) if r["tool_use_id"] == "toolu_01SameCall"]
-    answer_pids = {r["pid"] for r in records if r["kind"] == "answer"}
+    answer_pids = {r["pid"] for r in records if r["kind"] == "decision"}
     assert len(answer_pids) == 2, "the call reached both workers"
     assert [line.split()[1] for line in run_log.read_text().splitlines()] == ["toolu_01SameCall"]
     assert {r.status_code for r in responses} == {200}
     assert len({r.content for r in responses}) == 1  # identical answers, byte for byte
     decision = json.loads(responses[0].content)["hookSpecificOutput"]
     assert decision["permissionDecision"] == "deny"
-    invocations = [r for r in records if r["kind"] == "invocation"]
+    # the handlers of each decision, with the pid of the worker that answered
+    invocations = [(r["pid"], h) for r in records for h in r["handlers"]]
     assert len(invocations) == len(responses)
-    assert sum(1 for r in invocations if not r["replayed"]) == 1
-    replayed_pids = {r["pid"] for r in invocations if r["replayed"]}
+    assert sum(1 for _, h in invocations if not h["replayed"]) == 1
+    replayed_pids = {pid for pid, h in invocations if h["replayed"]}
     ran_pid = int(run_log.read_text().split()[0])
     assert replayed_pids - {ran_pid}, "the other worker replayed the recorded answer"
 
@@ -288,8 +289,8 @@ def test_a_replay_is_recorded_and_counted_as_one(tmp_path: Path) -> None:
     finally:
         ops.close_sync()
     assert runs == ["tu-1", "plain", "plain"]
-    invocations = [r for r in read_jsonl(audit) if r["kind"] == "invocation"]
-    assert [(r["handler"], r["replayed"]) for r in invocations] == [
+    invocations = [h for r in read_jsonl(audit) for h in r["handlers"]]
+    assert [(h["name"], h["replayed"]) for h in invocations] == [
         ("open_approval", False),
         ("plain", False),
         ("open_approval", True),

@@ -85,11 +85,11 @@ def test_span_is_parented_by_the_incoming_traceparent(tmp_path: Path, ops_app: H
     assert span.end_time > span.start_time  # the measured latency
     # the audit trail names the same span
     records = read_jsonl(audit)
-    (invocation,) = [r for r in records if r["kind"] == "invocation"]
-    assert invocation["trace_id"] == TRACE_ID
-    assert invocation["span_id"] == _hex(span.context.span_id, 16)
-    assert invocation["parent_span_id"] == PARENT_SPAN
-    assert invocation["event_id"] == attributes["handler_kit.event_id"]
+    (decision,) = records
+    assert decision["kind"] == "decision" and decision["trace_id"] == TRACE_ID
+    assert decision["span_id"] == PARENT_SPAN  # the caller's span is the decision's
+    assert decision["event_id"] == attributes["handler_kit.event_id"]
+    assert [h["name"] for h in decision["handlers"]] == ["refund_gate"]
 
 
 def test_without_traceparent_one_root_span_per_answer(ops_app: HookApp) -> None:

@@ -92,7 +92,7 @@ def test_sigterm_finishes_in_flight_requests_and_flushes_the_audit(tmp_path: Pat
     for response in results:
         output = json.loads(response.content)["hookSpecificOutput"]
         assert output["permissionDecisionReason"] == "slow but done"
-    answers = [r for r in read_jsonl(tmp_path / "audit.jsonl") if r["kind"] == "answer"]
+    answers = [r for r in read_jsonl(tmp_path / "audit.jsonl") if r["kind"] == "decision"]
     assert len(answers) == 23  # every answer, the in-flight ones included
     assert len({r["event_id"] for r in answers}) == 23
 
@@ -112,5 +112,5 @@ def test_sigterm_with_two_workers_loses_nothing(tmp_path: Path) -> None:
         thread.join(30)
         assert server.terminate()
     assert [getattr(r, "status_code", r) for r in results] == [200] * 6
-    answers = [r for r in read_jsonl(tmp_path / "audit.jsonl") if r["kind"] == "answer"]
+    answers = [r for r in read_jsonl(tmp_path / "audit.jsonl") if r["kind"] == "decision"]
     assert len(answers) == 6

@@ -9,19 +9,27 @@ answer's acknowledgement is a field of its :class:`Observed`. Nothing is looked 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from handler_kit.core.outputs import SAFE_DECISIONS
 from handler_kit.core.vocabulary import Status, fail_closed_notice
-from handler_kit.ops.audit.records import Capture, RecordPolicy, records, worst_status
+from handler_kit.ops.audit.records import (
+    Capture,
+    RecordPolicy,
+    new_event_id,
+    records,
+    worst_status,
+)
 from handler_kit.ops.idempotency import ReplayedOutput
 from handler_kit.ops.keys import input_json
 
 if TYPE_CHECKING:
     import asyncio
+    from collections.abc import Sequence
     from typing import TypeAlias
 
+    from handler_kit.core.events import HookEvent
     from handler_kit.core.vocabulary import Answer, Invocation
 
     # What :meth:`AuditTrail.submit <handler_kit.ops.audit.trail.AuditTrail.submit>` returns
@@ -31,12 +39,15 @@ if TYPE_CHECKING:
     Ack: TypeAlias = asyncio.Future[bool] | bool
 
 __all__ = [
+    "DECISION_ID",
     "Observed",
     "TraceIds",
     "answer_status",
     "build_records",
     "capture",
+    "capture_shadow",
     "deadline_left",
+    "handler_values",
     "invocation_decision",
 ]
 
@@ -44,6 +55,11 @@ __all__ = [
 # into the enum's Python code).
 _STATUS_TEXT: dict[Any, str] = {status: status.value for status in Status}
 _new_tuple = tuple.__new__
+
+# The key under which the observer leaves the decision id in the context every observer and
+# committer of the answer is handed: what code running after the answer (a shadow candidate)
+# names the decision by.
+DECISION_ID = "handler_kit.decision_id"
 
 
 @dataclass(slots=True)
@@ -69,9 +85,13 @@ class Observed:
     end_ns: int
     pid: int
     trace: TraceIds | None = None
-    # durable mode: what the trail answered for the commit of this answer's records (set by
+    # durable mode: what the trail answered for the commit of this answer's record (set by
     # AuditTrail.submit; the committer awaits it)
     ack: Ack | None = None
+    # the decision's id, assigned when the answer is observed (its record's event_id)
+    decision_id: str = field(default_factory=new_event_id)
+    # the input as received, when the transport had it (the webhook's body)
+    body: bytes | None = None
 
 
 def invocation_decision(inv: Invocation, event_name: str) -> tuple[str | None, str | None]:
@@ -100,42 +120,26 @@ def answer_status(answer: Answer) -> str:
     return worst_status(inv.status for inv in answer.invocations)
 
 
-def capture(item: Observed) -> Capture:
+def capture(item: Observed | Capture) -> Capture:
     """The plain values of one observed answer (what :func:`records` needs): strings,
     numbers, tuples and the rendered output, which pickle without a call back into Python
-    (a status goes as its text, not as the enum)."""
+    (a status goes as its text, not as the enum). A record captured already (a shadow's) is
+    itself."""
+    if type(item) is Capture:
+        return item
+    assert isinstance(item, Observed)
     answer = item.answer
     event = answer.event
     name = event.hook_event_name
-    single = len(answer.invocations) == 1
-    invocations = []
-    for inv in answer.invocations:
-        decision, reason = invocation_decision(inv, name)
-        if inv.output is None:
-            output = None
-        elif single:
-            output = answer.output  # the answer is this handler's output, rendered once
-        else:
-            output = inv.output.render(name)
-        handler = inv.handler.name
-        status = inv.status
-        invocations.append(
-            (
-                handler,
-                _STATUS_TEXT.get(status, status),
-                decision,
-                reason,
-                inv.error,
-                inv.latency_ms,
-                output,
-                type(inv.output) is ReplayedOutput,
-            )
-        )
+    invocations = handler_values(answer.invocations, name, answer.output)
     trace = item.trace
     # tuple.__new__: the NamedTuple's own __new__ is a Python function, one more frame
+    decision_id = item.decision_id
     return _new_tuple(
         Capture,
         (
+            decision_id,
+            decision_id,
             item.end_ns,
             item.transport,
             item.principal,
@@ -143,23 +147,89 @@ def capture(item: Observed) -> Capture:
             item.pid,
             name,
             input_json(event),
+            item.body,
             answer.output,
             answer.failed,
-            tuple(invocations),
-            None
-            if trace is None
-            else (
-                trace.trace_id,
-                trace.answer_span_id,
-                trace.parent_span_id,
-                trace.span_ids,
-                trace.answer_event_id,
-                trace.event_ids,
-            ),
+            invocations,
+            None if trace is None else (trace.trace_id, trace.answer_span_id, trace.parent_span_id),
+            "decision",
+            None,
+            None,
         ),
     )
 
 
+def handler_values(
+    invocations: Sequence[Invocation], event_name: str, output: dict[str, Any]
+) -> tuple[tuple[Any, ...], ...]:
+    """The plain values of each handler's part in an answer (see :class:`Capture`);
+    ``output`` is the answer's, which is the one handler's when only one took part."""
+    single = len(invocations) == 1
+    values = []
+    for inv in invocations:
+        decision, reason = invocation_decision(inv, event_name)
+        if inv.output is None:
+            rendered = None
+        elif single:
+            rendered = output  # the answer is this handler's output, rendered once
+        else:
+            rendered = inv.output.render(event_name)
+        status = inv.status
+        values.append(
+            (
+                inv.handler.name,
+                _STATUS_TEXT.get(status, status),
+                decision,
+                reason,
+                inv.error,
+                inv.latency_ms,
+                rendered,
+                type(inv.output) is ReplayedOutput,
+            )
+        )
+    return tuple(values)
+
+
+def capture_shadow(
+    decision_id: str,
+    app: str,
+    event: HookEvent | None,
+    event_name: str,
+    output: dict[str, Any],
+    failed: bool,
+    invocations: Sequence[Invocation],
+    end_ns: int,
+    *,
+    agrees: bool,
+    transport: str,
+    principal: str | None,
+    pid: int,
+) -> Capture:
+    """The plain values of a shadow candidate's answer to the decision ``decision_id``."""
+    # the identifiers and idempotency keys come from the input as the decision's do; its
+    # input itself is the decision's, recorded there
+    input_text = input_json(event) if event is not None else "{}"
+    return Capture(
+        new_event_id(),
+        decision_id,
+        end_ns,
+        transport,
+        principal,
+        None,
+        pid,
+        event_name,
+        input_text,
+        None,
+        output,
+        failed,
+        handler_values(invocations, event_name, output),
+        None,
+        "shadow",
+        app,
+        agrees,
+    )
+
+
 def build_records(item: Observed, app: str, policy: RecordPolicy) -> list[dict[str, Any]]:
-    """The records of one observed answer (invocations first, the answer last)."""
+    """The record of one observed answer (a list of one)."""
     return records(capture(item), app, policy)

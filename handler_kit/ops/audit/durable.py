@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import asyncio
 
     from handler_kit.ops.audit.capture import Ack, Observed
+    from handler_kit.ops.audit.records import Capture
     from handler_kit.ops.audit.trail import AuditTrail
 
 logger = logging.getLogger("handler_kit.audit")
@@ -54,7 +55,7 @@ def acknowledge(group: list[Pending], ok: bool) -> None:
 class Pending:
     """Durable mode: an answer waiting for its commit, and how to tell its answer path."""
 
-    item: Observed
+    item: Observed | Capture
     future: asyncio.Future[bool]
     loop: asyncio.AbstractEventLoop
 
@@ -129,7 +130,7 @@ class Channel:
         self.failed = False
         loop.add_reader(self.process.acks, self._receive)
 
-    def submit(self, item: Observed) -> Ack:
+    def submit(self, item: Observed | Capture) -> Ack:
         trail = self.trail
         if self.waiting >= trail.queue_size:
             trail._drop(
@@ -150,7 +151,7 @@ class Channel:
         batch = self.batch
         batch.append(tuple(captured))
         self.futures.append(future)
-        self.counts.append(len(captured.invocations) + 1)
+        self.counts.append(1)  # one record per answer
         self.waiting += 1
         if len(batch) >= self.frame_size:
             self.frame_size *= 2

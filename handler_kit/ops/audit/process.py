@@ -156,6 +156,7 @@ class AuditProcess:
             "secrets": list(redactor.secrets),
             "tool_input": policy.tool_input,
             "text": policy.text,
+            "full_input": policy.full_input,
             "app_version": policy.app_version,
             "replica": policy.replica,
             "durable": durable,
@@ -277,6 +278,7 @@ def main(argv: list[str]) -> int:
         ),
         tool_input=config["tool_input"],
         text=config["text"],
+        full_input=config["full_input"],
         app_version=config["app_version"],
         replica=config["replica"],
     )

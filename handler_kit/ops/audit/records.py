@@ -5,28 +5,25 @@ builds the records in the server's writer thread, in the audit writer process
 (:mod:`handler_kit.ops.audit.process`) and in a command hook. This module imports nothing of the
 server or of the handler models: the writer process stays small and starts fast.
 
-**What is recorded** (``SCHEMA_VERSION`` 1), every record:
+**What is recorded** (``SCHEMA_VERSION`` 2): one record per decision, as a policy engine's
+decision log has it (``docs/production.md`` lists the fields):
 
-- ``schema_version``, ``kind`` (``invocation`` or ``answer``), ``event_id`` (new, unique,
-  time-ordered), ``time`` (ISO 8601 UTC, when the answer was given), ``app``, ``transport``
-  (``webhook``/``mcp``/``command``/``direct``), ``app_version`` (``HANDLER_KIT_APP_VERSION``,
-  else null), ``replica`` (``HANDLER_KIT_REPLICA``, else ``hostname:pid`` of the server: see
-  :func:`default_replica`), ``pid``, ``principal`` (who authenticated: ``token#N`` or the JWT
-  subject; never the token);
-- from the hook input, only identifiers: ``event`` (hook_event_name), ``tool_name``,
-  ``session_id``, ``turn_id``, ``tool_use_id``, ``agent_id``;
-- ``idempotency_key`` (see :func:`handler_kit.ops.keys.idempotency_key`), ``trace_id``, ``span_id``,
-  ``parent_span_id`` (from the incoming W3C ``traceparent`` when sent, else new);
-- ``status`` (ok / error / timeout / fail_closed / loop_guarded), ``decision``, ``reason``,
-  ``latency_ms``, ``output`` (the Claude Code JSON answered, redacted as below).
+- ``schema_version``, ``kind`` (``decision``, or ``shadow``: a candidate app's answer to a
+  decision's input, linked to it by ``decision_id``, with ``agrees``), ``event_id`` (a
+  decision's is its decision id, drawn when the answer was observed: time-ordered, unique),
+  ``time``, ``ts``, ``app``, ``app_version``, ``replica`` (see :func:`default_replica`),
+  ``transport``, ``pid``, ``principal`` (who authenticated; never the token);
+- from the hook input, its identifiers: ``event``, ``tool_name``, ``session_id``, ``turn_id``,
+  ``tool_use_id``, ``agent_id``; ``idempotency_key`` (:mod:`handler_kit.ops.keys`, unchanged
+  since version 1), ``trace_id``, ``span_id``, ``parent_span_id``;
+- ``status`` (the worst of the handlers'), ``failed``, ``decision``, ``reason``,
+  ``latency_ms`` (the slowest handler's), ``input_digest`` (of the input as received),
+  ``input`` and ``input_complete`` (:func:`_recorded_input`), ``output`` (the JSON answered);
+- ``handlers``: each handler that took part, in order: ``name``, ``status``, ``decision``,
+  ``reason``, ``error``, ``latency_ms``, ``replayed``, ``idempotency_key``, ``output``.
 
-Invocation records add ``handler``, ``answer_id`` (the ``event_id`` of their answer record),
-``error`` (the failure message: exception type and text) and ``replayed`` (true when an
-idempotent handler's recorded answer was replayed without running it). Answer records add
-``handlers`` (names, in order), ``failed`` (no answer could be given: 500 / ``isError``) and
-``input``: ``tool_input`` (unless ``tool_input=False``), and ``prompt`` /
-``last_assistant_message`` only with ``text=True``. Nothing else of the input is ever written
-(no ``transcript_path``, ``cwd``, ``user_email``, ``tool_response``...).
+By default only ``tool_input`` of the input is kept (unless ``tool_input=False``), and
+``prompt`` / ``last_assistant_message`` with ``text=True``; ``full_input=True`` keeps every field.
 
 **Redaction** (:class:`Redactor`), applied to everything recorded from the input and to every
 ``updatedInput``: values under keys that look secret (:data:`SECRET_KEY_PATTERN`: password,
@@ -72,7 +69,7 @@ from handler_kit.ops.keys import input_digest_of as input_digest_of
 from handler_kit.ops.keys import make_key as make_key
 from handler_kit.ops.keys import scope_of
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 REDACTED = "[REDACTED]"
 DEFAULT_MAX_CHARS = 2000
 # How deeply a recorded value (``tool_input``, ``updatedInput``...) nests objects and arrays,
@@ -132,10 +129,8 @@ _KEPT = frozenset({int, float, bool, type(None)})
 # and reseeded in a forked child, and it costs no system call per id (ids are not secrets).
 
 
-# What records() draws at once for an answer, in bytes: its trace id (16), span id (8) and the
-# random part of its event id (10), then a span id and an event id's part per invocation.
-_ID_BYTES = 16 + 8 + 10
-_INVOCATION_ID_BYTES = 8 + 10
+# What a record draws at once when no tracer gave its ids: its trace id and its span id.
+_ID_BITS = (16 + 8) * 8
 _ZERO_TRACE, _ONE_TRACE = f"{0:032x}", f"{1:032x}"
 _ZERO_SPAN, _ONE_SPAN = f"{0:016x}", f"{1:016x}"
 getrandbits = random.getrandbits
@@ -144,8 +139,9 @@ _sha256 = hashlib.sha256
 
 def new_event_id() -> str:
     """``evt_`` + 32 hex digits: 48 bits of milliseconds then 80 random bits, so ids sort by
-    time (like a UUIDv7) and do not collide across workers or replicas."""
-    return f"evt_{time.time_ns() // 1_000_000:012x}{random.getrandbits(80):020x}"
+    time (like a UUIDv7) and do not collide across workers or replicas. A decision's id is
+    drawn on the answer path: the time's digits are formatted once per millisecond."""
+    return f"{event_stamp()}{getrandbits(80):020x}"
 
 
 def new_trace_id() -> str:
@@ -362,16 +358,24 @@ class Redactor:
 
 
 class Capture(NamedTuple):
-    """One answer as plain values: all the records need, cheap to copy and to pickle.
+    """One record as plain values: all it needs, cheap to copy and to pickle.
 
+    ``event_id``: the record's own id (a decision's is its decision id, assigned when the
+    answer was captured); ``decision_id``: the decision it belongs to (a decision's own id; a
+    shadow record's, the enforced decision's). ``input_json``: the hook input as serialized
+    for the idempotency keys; ``body``: the input as received, when the transport had it (the
+    webhook's body: the input digest, and what ``HANDLER_KIT_AUDIT_INPUT=full`` records).
     ``invocations``: ``(handler, status, decision, reason, error, latency_ms, output,
     replayed)`` each, ``status`` being the status's text and ``output`` the rendered JSON (the
-    very ``output`` object of the answer when one handler answered). The writer process is
-    sent each as a plain tuple (:func:`records` takes either). ``trace``: ids the tracer gave
-    the spans (``trace_id, answer_span_id, parent_span_id, span_ids, answer_event_id,
-    event_ids``).
+    very ``output`` object of the answer when one handler answered). ``trace``: ids the tracer
+    gave the answer (``trace_id, answer_span_id, parent_span_id``). ``kind``: ``decision`` or
+    ``shadow``; ``app``: the app that answered when it is not the writer's (a shadow
+    candidate); ``agrees``: a shadow's answer compared with its decision's. The writer process
+    is sent each as a plain tuple (:func:`records` takes either).
     """
 
+    event_id: str
+    decision_id: str
     end_ns: int
     transport: str
     principal: str | None
@@ -379,10 +383,14 @@ class Capture(NamedTuple):
     pid: int
     event: str
     input_json: str
+    body: bytes | None
     output: dict[str, Any]
     failed: bool
     invocations: tuple[tuple[Any, ...], ...]
     trace: tuple[Any, ...] | None
+    kind: str = "decision"
+    app: str | None = None
+    agrees: bool | None = None
 
 
 @dataclass
@@ -393,6 +401,8 @@ class RecordPolicy:
     redactor: Redactor = field(default_factory=Redactor)
     tool_input: bool = True
     text: bool = False
+    # the whole input (every field, redacted), not only tool_input and the texts
+    full_input: bool = False
     app_version: str | None = None
     replica: str | None = None
 
@@ -429,6 +439,13 @@ def output_decision(output: dict[str, Any]) -> tuple[str | None, str | None]:
     if output.get("continue") is False:
         return "halt", output.get("stopReason")
     return None, None
+
+
+def same_decision(decided: dict[str, Any], candidate: dict[str, Any]) -> bool:
+    """Whether a candidate's answer (a shadow's) agrees with the decision's, compared as a
+    decision: the same decision, the same reason and the same output (what the agent would
+    have been told)."""
+    return output_decision(decided) == output_decision(candidate) and decided == candidate
 
 
 def worst_status(statuses: Iterable[str]) -> str:
@@ -468,14 +485,14 @@ def event_stamp() -> str:
     return last[1]
 
 
-# The keys of each kind of record, in the order written. A record is a copy of its template
-# (the writer's constants filled in) with the rest set: a copy of a dict of known keys costs a
+# The keys of a record, in the order written. A record is a copy of its writer's template (the
+# writer's constants filled in) with the rest set: a copy of a dict of known keys costs a
 # fraction of building one of 30 keys.
-INVOCATION_KEYS = (
+DECISION_KEYS = (
     "schema_version",
     "kind",
     "event_id",
-    "answer_id",
+    "decision_id",
     "time",
     "ts",
     "app",
@@ -487,36 +504,6 @@ INVOCATION_KEYS = (
     "event",
     "tool_name",
     *ID_FIELDS,
-    "handler",
-    "idempotency_key",
-    "trace_id",
-    "span_id",
-    "parent_span_id",
-    "status",
-    "decision",
-    "reason",
-    "error",
-    "latency_ms",
-    "replayed",
-    "output",
-)
-ANSWER_KEYS = (
-    "schema_version",
-    "kind",
-    "event_id",
-    "time",
-    "ts",
-    "app",
-    "app_version",
-    "replica",
-    "transport",
-    "pid",
-    "principal",
-    "event",
-    "tool_name",
-    *ID_FIELDS,
-    "handler",
-    "handlers",
     "idempotency_key",
     "trace_id",
     "span_id",
@@ -526,41 +513,64 @@ ANSWER_KEYS = (
     "decision",
     "reason",
     "latency_ms",
+    "input_digest",
     "input",
+    "input_complete",
+    "output",
+    "handlers",
+)
+# a shadow record: a decision's keys and whether the candidate agreed with the decision
+SHADOW_KEYS = (*DECISION_KEYS, "agrees")
+# the keys of each handler of a record, in order
+HANDLER_KEYS = (
+    "name",
+    "status",
+    "decision",
+    "reason",
+    "error",
+    "latency_ms",
+    "replayed",
+    "idempotency_key",
     "output",
 )
-_TEMPLATES: dict[tuple[Any, ...], tuple[dict[str, Any], dict[str, Any]]] = {}
+_TEMPLATES: dict[tuple[Any, ...], dict[str, Any]] = {}
 # The identifiers copied from the hook input onto every record.
 _COPIED = ("tool_name", *ID_FIELDS)
 
 
-def _templates(
-    app: str, app_version: str | None, replica: str | None
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The invocation and answer record templates of a writer."""
-    shared = {
+def _template(kind: str, app: str, app_version: str | None, replica: str | None) -> dict[str, Any]:
+    """The template of a writer's records of ``kind``."""
+    keys = SHADOW_KEYS if kind == "shadow" else DECISION_KEYS
+    template = {
+        **dict.fromkeys(keys),
         "schema_version": SCHEMA_VERSION,
+        "kind": kind,
         "app": app,
         "app_version": app_version,
         "replica": replica,
     }
-    invocation = {**dict.fromkeys(INVOCATION_KEYS), **shared, "kind": "invocation"}
-    answer = {**dict.fromkeys(ANSWER_KEYS), **shared, "kind": "answer"}
     if len(_TEMPLATES) >= 64:
         _TEMPLATES.clear()
-    _TEMPLATES[(app, app_version, replica)] = invocation, answer
-    return invocation, answer
+    _TEMPLATES[(kind, app, app_version, replica)] = template
+    return template
 
 
 def records(capture: Capture, app: str, policy: RecordPolicy) -> list[dict[str, Any]]:
-    """The invocation records (in order) and the answer record (last) of one captured answer.
+    """The record of one captured answer (a list of one: what the sinks take in batches)."""
+    return [record(capture, app, policy)]
 
-    The one record builder: every record is a copy of its writer's template with the fields of
-    this answer set, each recorded value redacted once (a one-handler answer's output is the
-    answer's, redacted once for both records). ``capture`` may be a plain tuple of the
-    :class:`Capture` fields, as it comes off the pipe.
+
+def record(capture: Capture, app: str, policy: RecordPolicy) -> dict[str, Any]:
+    """The one record of a decision (or of a shadow candidate's answer to one).
+
+    The one record builder: a copy of its writer's template with the fields of this answer
+    set, each recorded value redacted once (a one-handler answer's output is the decision's,
+    redacted once for both). ``capture`` may be a plain tuple of the :class:`Capture` fields,
+    as it comes off the pipe.
     """
     (
+        event_id,
+        decision_id,
         end_ns,
         transport,
         principal,
@@ -568,10 +578,14 @@ def records(capture: Capture, app: str, policy: RecordPolicy) -> list[dict[str, 
         pid,
         name,
         input_text,
+        body,
         answer_output,
         failed,
         invocations,
         trace,
+        kind,
+        other_app,
+        agrees,
     ) = capture
     redactor = policy.redactor
     text = redactor.text
@@ -581,35 +595,39 @@ def records(capture: Capture, app: str, policy: RecordPolicy) -> list[dict[str, 
         data = json.loads(input_text)
     get = data.get
     key = f"{scope_of(data)}:{name}:"
+    # the idempotency keys' digest: of the input as serialized, as the idempotency store has it
     digest = _sha256(input_text.encode()).hexdigest()[:16]
     if trace is None:
-        trace = _new_ids(traceparent, len(invocations))
-    trace_id, answer_span, parent_span, span_ids, answer_id, event_ids = trace
-    ts = end_ns / 1e9
-    # what every record of the answer says the same way, set in one update per record
-    common = {
-        "time": iso_time(end_ns),
-        "ts": ts,
-        "transport": transport,
-        "pid": pid,
-        "principal": principal,
-        "event": name,
-        "trace_id": trace_id,
-    }
+        trace = _new_ids(traceparent)
+    trace_id, answer_span, parent_span = trace[:3]
+    shadow = kind == "shadow"
+    template_key = (kind, other_app or app, policy.app_version, policy.replica)
+    template = _TEMPLATES.get(template_key)
+    if template is None:
+        template = _template(*template_key)
+    out = template.copy()
+    out["event_id"] = event_id
+    out["time"] = iso_time(end_ns)
+    out["ts"] = end_ns / 1e9
+    out["transport"] = transport
+    out["pid"] = pid
+    out["principal"] = principal
+    out["event"] = name
     texts = redactor._texts  # what text() gives for a string seen before (ids repeat)
     for field_name in _COPIED:
         value = get(field_name)
         if type(value) is str:
-            common[field_name] = texts.get(value) or text(value)
+            out[field_name] = texts.get(value) or text(value)
         else:
-            common[field_name] = text(value) if isinstance(value, str) else None
-    templates = _TEMPLATES.get((app, policy.app_version, policy.replica))
-    if templates is None:
-        templates = _templates(app, policy.app_version, policy.replica)
-    invocation_template, answer_template = templates
-    out: list[dict[str, Any]] = []
+            out[field_name] = text(value) if isinstance(value, str) else None
+    out["idempotency_key"] = f"{key}*:{digest}"
+    out["trace_id"] = trace_id
+    out["span_id"] = answer_span
+    out["parent_span_id"] = parent_span
+    handlers: list[dict[str, Any]] = []
     answer_recorded = None
     latency_max = 0.0
+    statuses = []
     for index, (handler, status, decision, reason, error, latency, output, replayed) in enumerate(
         invocations
     ):
@@ -617,75 +635,82 @@ def records(capture: Capture, app: str, policy: RecordPolicy) -> list[dict[str, 
         if output is answer_output:
             answer_recorded = recorded
         latency = round(latency, 3)
-        if index == 0 or latency > latency_max:  # the answer's: its slowest handler's
+        if index == 0 or latency > latency_max:  # the decision's: its slowest handler's
             latency_max = latency
-        record = invocation_template.copy()
-        record.update(common)
-        record["event_id"] = event_ids[index]
-        record["answer_id"] = answer_id
-        record["handler"] = handler
-        record["idempotency_key"] = f"{key}{handler or '*'}:{digest}"
-        record["span_id"] = span_ids[index]
-        record["parent_span_id"] = answer_span
-        record["status"] = status
-        record["decision"] = decision
-        record["reason"] = text(reason) if isinstance(reason, str) else None
-        record["error"] = text(error) if isinstance(error, str) else None
-        record["latency_ms"] = latency
-        record["replayed"] = replayed
-        record["output"] = recorded
-        out.append(record)
+        statuses.append(status)
+        handlers.append(
+            {
+                "name": handler,
+                "status": status,
+                "decision": decision,
+                "reason": text(reason) if isinstance(reason, str) else None,
+                "error": text(error) if isinstance(error, str) else None,
+                "latency_ms": latency,
+                "replayed": replayed,
+                "idempotency_key": f"{key}{handler or '*'}:{digest}",
+                "output": recorded,
+            }
+        )
     decision, reason = output_decision(answer_output)
-    record = answer_template.copy()
-    record.update(common)
-    record["event_id"] = answer_id
-    record["handlers"] = [invocation[0] for invocation in invocations]
-    record["idempotency_key"] = f"{key}*:{digest}"
-    record["span_id"] = answer_span
-    record["parent_span_id"] = parent_span
-    record["status"] = worst_status([invocation[1] for invocation in invocations])
-    record["failed"] = failed
-    record["decision"] = decision
-    record["reason"] = text(reason) if isinstance(reason, str) else None
-    record["latency_ms"] = latency_max
-    record["input"] = _recorded_input(data, policy)
-    record["output"] = (
+    out["status"] = worst_status(statuses)
+    out["failed"] = failed
+    out["decision"] = decision
+    out["reason"] = text(reason) if isinstance(reason, str) else None
+    out["latency_ms"] = latency_max
+    if shadow:
+        # the input is its decision's (recorded there); the shadow names that decision
+        out["decision_id"] = decision_id
+        out["input_complete"] = False
+        out["agrees"] = agrees
+    else:
+        raw = body if body is not None else input_text.encode()
+        out["input_digest"] = _sha256(raw).hexdigest()[:16]
+        out["input"], out["input_complete"] = _recorded_input(data, body, policy)
+    out["output"] = (
         answer_recorded if answer_recorded is not None else redactor.output(answer_output)
     )
-    out.append(record)
+    out["handlers"] = handlers
     return out
 
 
-def _new_ids(traceparent: str | None, handlers: int) -> tuple[Any, ...]:
-    """An answer's ids when no tracer gave them (in the order of :attr:`Capture.trace`), all
-    cut from one draw of random bits. A valid ``traceparent`` gives the trace id and the answer
-    span's id (the answer then has no parent span of its own)."""
-    size = _ID_BYTES + handlers * _INVOCATION_ID_BYTES
-    drawn = getrandbits(size * 8).to_bytes(size, "big").hex()
+def _new_ids(traceparent: str | None) -> tuple[str, str, None]:
+    """A decision's trace ids when no tracer gave them (trace id, span id, parent span id),
+    cut from one draw of random bits. A valid ``traceparent`` gives the trace id and the
+    decision span's id (the decision then has no parent span of its own)."""
     parsed = parse_traceparent(traceparent) if traceparent else None
     if parsed is not None:
-        trace_id, answer_span = parsed
-    else:
-        trace_id = drawn[:32]
-        answer_span = drawn[32:48]
-        if trace_id == _ZERO_TRACE:
-            trace_id = _ONE_TRACE
-        if answer_span == _ZERO_SPAN:
-            answer_span = _ONE_SPAN
-    stamp = event_stamp()
-    span_ids = []
-    event_ids = []
-    for at in range(68, size * 2, 36):
-        span = drawn[at : at + 16]
-        span_ids.append(_ONE_SPAN if span == _ZERO_SPAN else span)
-        event_ids.append(stamp + drawn[at + 16 : at + 36])
-    return trace_id, answer_span, None, span_ids, stamp + drawn[48:68], event_ids
+        return parsed[0], parsed[1], None
+    drawn = f"{getrandbits(_ID_BITS):048x}"
+    trace_id = drawn[:32]
+    answer_span = drawn[32:]
+    if trace_id == _ZERO_TRACE:
+        trace_id = _ONE_TRACE
+    if answer_span == _ZERO_SPAN:
+        answer_span = _ONE_SPAN
+    return trace_id, answer_span, None
 
 
-def _recorded_input(data: dict[str, Any], policy: RecordPolicy) -> dict[str, Any]:
-    """What an answer record keeps of the hook input: ``tool_input`` (unless turned off) and,
-    with ``text``, the prompt and the last assistant message; redacted."""
+def _recorded_input(
+    data: dict[str, Any], body: bytes | None, policy: RecordPolicy
+) -> tuple[dict[str, Any], bool]:
+    """What a decision record keeps of the hook input, redacted, and whether that is the whole
+    input as received (what a replay can trust).
+
+    By default: ``tool_input`` (unless turned off) and, with ``text``, the prompt and the last
+    assistant message: never complete. ``full_input``: every field of the input as received
+    (the body, when the transport had it; else the input as read), complete when redaction
+    changed nothing in it (nothing secret, nothing truncated or cut)."""
     redactor = policy.redactor
+    if policy.full_input:
+        whole: Any = data
+        if body is not None:
+            try:
+                whole = from_json(body)
+            except ValueError:
+                whole = None  # a body the server could not read either: its ids are recorded
+        if isinstance(whole, dict):
+            kept = {key: redactor.value(value, (key,)) for key, value in whole.items()}
+            return kept, kept == whole
     recorded: dict[str, Any] = {}
     if policy.tool_input:
         tool_input = data.get("tool_input")
@@ -695,7 +720,7 @@ def _recorded_input(data: dict[str, Any], policy: RecordPolicy) -> dict[str, Any
         for key in ("prompt", "last_assistant_message"):
             if data.get(key) is not None:
                 recorded[key] = redactor.value(data[key], (key,))
-    return recorded
+    return recorded, False
 
 
 def record_lines(

@@ -52,6 +52,7 @@ import atexit
 import collections
 import contextlib
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -60,11 +61,13 @@ from typing import TYPE_CHECKING, Any
 from handler_kit.config import AuditSink
 from handler_kit.core.vocabulary import one_line
 from handler_kit.ops.audit.capture import (
+    DECISION_ID,
     Observed,
     TraceIds,
     answer_status,
     build_records,
     capture,
+    capture_shadow,
     deadline_left,
     invocation_decision,
 )
@@ -95,6 +98,7 @@ from handler_kit.ops.audit.records import (
     parse_sinks,
     parse_traceparent,
     records,
+    same_decision,
     serialize,
 )
 from handler_kit.ops.keys import idempotency_key, input_digest, input_json
@@ -102,11 +106,14 @@ from handler_kit.ops.keys import idempotency_key, input_digest, input_json
 if TYPE_CHECKING:
     import asyncio
 
+    from handler_kit.core.events import HookEvent
+    from handler_kit.core.vocabulary import Invocation
     from handler_kit.ops.audit.capture import Ack
     from handler_kit.ops.audit.process import AuditProcess
 
 # the names this module held before keys, capture and durable commit had modules of their own
 __all__ = [
+    "DECISION_ID",
     "DEFAULT_MAX_CHARS",
     "ID_FIELDS",
     "REDACTED",
@@ -137,6 +144,7 @@ __all__ = [
     "parse_sinks",
     "parse_traceparent",
     "records",
+    "same_decision",
 ]
 
 logger = logging.getLogger("handler_kit.audit")
@@ -255,7 +263,80 @@ class AuditTrail:
         self._channel: Channel | None = None
 
     # hot path
-    def submit(self, item: Observed) -> Ack | None:
+    def record_shadow(
+        self,
+        decision_id: str,
+        candidate_app_name: str,
+        event_name: str,
+        output: dict[str, Any],
+        failed: bool,
+        invocations: Sequence[Invocation],
+        end_ns: int,
+        *,
+        agrees: bool,
+        event: HookEvent | None = None,
+        transport: str = "direct",
+        principal: str | None = None,
+    ) -> None:
+        """Record a shadow candidate's answer to the decision ``decision_id`` (the id the
+        observer left in the answer's context under
+        :data:`~handler_kit.ops.audit.capture.DECISION_ID`): one ``kind: "shadow"`` record,
+        its handlers the candidate's (``invocations``), ``agrees`` whether its answer is the
+        decision's (:func:`~handler_kit.ops.audit.records.same_decision`). ``event``: the
+        hook input, whose identifiers the record copies (its input is the decision's, not
+        recorded again).
+
+        Written after its decision, which was submitted first: the queue, the writer
+        process's pipe and each sink keep their order, so a shadow record is committed in
+        its decision's commit or a later one. Callable from any thread; it never waits,
+        and in durable mode nothing waits for its commit (it gates no answer)."""
+        try:
+            captured = capture_shadow(
+                decision_id,
+                candidate_app_name,
+                event,
+                event_name,
+                output,
+                failed,
+                invocations,
+                end_ns,
+                agrees=agrees,
+                transport=transport,
+                principal=principal,
+                pid=os.getpid(),
+            )
+        except Exception:
+            self.failed += 1
+            logger.exception("could not capture a shadow answer for the audit trail")
+            return
+        channel = self._channel
+        if channel is not None and running_loop_or_none() is not channel.loop:
+            # the writer process's pipe is its event loop's: handed over there, in order
+            try:
+                channel.loop.call_soon_threadsafe(self._submit_captured, captured)
+            except RuntimeError:
+                self._drop("the audit trail's event loop is closed")
+            return
+        self._submit_captured(captured)
+
+    def _submit_captured(self, captured: Capture) -> None:
+        """Queue a record captured already; in durable mode nobody waits for its commit."""
+        if (
+            self.durable
+            and not self.synchronous
+            and not self._closed
+            and self._channel is None
+            and running_loop_or_none() is None
+        ):
+            # off any event loop: no future to settle; the writer thread commits it
+            if self._thread is None:
+                self._start()
+            self._items.append(captured)
+            self._wake.set()
+            return
+        self.submit(captured)
+
+    def submit(self, item: Observed | Capture) -> Ack | None:
         """Queue ``item``'s records. In durable mode, the acknowledgement to hand to
         :meth:`committed`; otherwise None (nothing waits)."""
         if self._closed:
@@ -338,7 +419,7 @@ class AuditTrail:
         while not self._probed.is_set() and time.monotonic() < deadline:
             await asyncio.sleep(0.005)
 
-    def _enqueue(self, item: Observed) -> Ack:
+    def _enqueue(self, item: Observed | Capture) -> Ack:
         """Durable mode: queue ``item`` with a future its answer path awaits, and wake the
         writer (a commit waited for cannot wait for a timer too)."""
         import asyncio
@@ -434,11 +515,12 @@ class AuditTrail:
             except Exception:
                 logger.exception("the audit commit callback failed")
 
-    def _wait_for_room(self, item: Observed) -> bool:
+    def _wait_for_room(self, item: Observed | Capture) -> bool:
         """``on_full="block"``: wait until the queue has room, at most what is left of the
         answer's handler deadline; False when that ran out, or when the last wait did and the
         writer has taken nothing since."""
-        budget = deadline_left(item.answer)
+        # a record captured already (a shadow's) gates no answer: it does not wait
+        budget = deadline_left(item.answer) if isinstance(item, Observed) else 0.0
         if budget <= 0 or self._taken == self._stalled_at:
             return False
         limit = time.monotonic() + budget
@@ -546,7 +628,7 @@ class AuditTrail:
                 self._probe()
             while items:
                 # the group: whatever arrived while the last commit was in progress
-                group: list[Pending] = []
+                group: list[Pending | Capture] = []
                 markers: list[threading.Event] = []
                 for _ in range(min(len(items), self.queue_size)):
                     entry = items.popleft()
@@ -563,13 +645,21 @@ class AuditTrail:
                     marker.set()
         self._close_sinks()
 
-    def _commit(self, group: list[Pending]) -> None:
+    def _commit(self, group: list[Pending | Capture]) -> None:
         """Build the group's records, write them to every sink as one batch, then tell each
-        answer path how it went (one wake-up per event loop, not one per answer)."""
+        answer path how it went (one wake-up per event loop, not one per answer). A record
+        captured already (a shadow's) is committed with the group; nobody waits for it."""
         lines: list[tuple[dict[str, Any], str]] = []
         built: list[Pending] = []
         unbuilt: list[Pending] = []
         for pending in group:
+            if not isinstance(pending, Pending):
+                try:
+                    lines.extend(serialize(records(pending, self.app, self.policy)))
+                except Exception:
+                    self.failed += 1
+                    logger.exception("could not build an audit record")
+                continue
             try:
                 lines.extend(serialize(records(capture(pending.item), self.app, self.policy)))
             except Exception:
@@ -628,7 +718,7 @@ class AuditTrail:
 
         try:
             self._writer_process().send(batch)
-            self.written += sum(len(item.invocations) + 1 for item in batch)
+            self.written += len(batch)  # one record per answer
         except WriterFailed as exc:
             self._take_over(exc)
 
