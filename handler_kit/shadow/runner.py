@@ -269,7 +269,7 @@ class Shadow:
     def _spawn(self) -> None:
         """A candidate process, and the thread reading its results."""
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "handler_kit.shadow.process", self.spec],
+            [sys.executable, "-m", "handler_kit.shadow", self.spec],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
         )
