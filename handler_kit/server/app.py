@@ -350,10 +350,11 @@ async def _json_http_error(request: Any, exc: Any) -> Any:
 
 
 def _shadow(config: ServerConfig, operations: Operations) -> Shadow:
-    """Shadow mode's runner, with the server's metrics. The candidate is imported here too, so
-    that a bad one stops the server at start-up, as a bad app does, not in its own process."""
+    """Shadow mode's runner, with the server's metrics and audit trail. The candidate is
+    imported here too, so that a bad one stops the server at start-up, as a bad app does, not
+    in its own process."""
     from handler_kit.core.loader import LoadError, load_app
-    from handler_kit.shadow import Shadow
+    from handler_kit.shadow import Shadow, audit_record
 
     spec = config.shadow
     assert spec is not None
@@ -371,6 +372,7 @@ def _shadow(config: ServerConfig, operations: Operations) -> Shadow:
         queue_size=config.shadow_queue_size,
         timeout=config.shadow_timeout,
         metrics=operations.metrics,
+        record=audit_record(operations.audit) if operations.audit is not None else None,
     )
 
 

@@ -9,6 +9,6 @@ enforced decision by its id. :mod:`handler_kit.shadow.runner` says how it is kep
 answer path, :mod:`handler_kit.shadow.process` is the candidate's own process.
 """
 
-from handler_kit.shadow.runner import Shadow, ShadowResult, ShadowStats
+from handler_kit.shadow.runner import Shadow, ShadowResult, ShadowStats, audit_record
 
-__all__ = ["Shadow", "ShadowResult", "ShadowStats"]
+__all__ = ["Shadow", "ShadowResult", "ShadowStats", "audit_record"]

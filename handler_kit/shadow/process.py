@@ -1,4 +1,4 @@
-"""The shadow candidate's process: ``python -m handler_kit.shadow.process MODULE:ATTR TIMEOUT``.
+"""The shadow candidate's process: ``python -m handler_kit.shadow MODULE:ATTR``.
 
 It reads batches of answered events on stdin (frames: 4-byte length, then a pickle), answers
 each with the candidate app, compares it with the enforced answer, and writes one frame of
@@ -141,7 +141,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     finally:
         loop.close()
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -40,25 +40,25 @@ from typing import TYPE_CHECKING, Any
 
 from handler_kit.core.names import Status
 from handler_kit.core.vocabulary import UNREADABLE_MESSAGE, Answer
+from handler_kit.ops.audit.capture import DECISION_ID
 from handler_kit.ops.audit.process import read_frame, write_frame
 from handler_kit.shadow.process import handler_view
 
 if TYPE_CHECKING:
+    from handler_kit.ops.audit.trail import AuditTrail
     from handler_kit.ops.metrics import Metrics
 
-__all__ = ["Shadow", "ShadowResult", "ShadowStats"]
+__all__ = ["Shadow", "ShadowResult", "ShadowStats", "audit_record"]
 
 logger = logging.getLogger("handler_kit.shadow")
-
-# The key under which the audit trail's observer leaves the decision id in the context every
-# observer of the answer is handed.
-DECISION_ID = "handler_kit.decision_id"
 
 # How long a graceful shutdown gives the candidate to answer what it has.
 CLOSE_WAIT = 2.0
 # The sender, woken by an answer, waits this long for more, and sends up to BATCH at once.
 BATCH_WAIT = 0.01
 BATCH = 256
+# How long after its candidate process ended a new one is started.
+RESPAWN_WAIT = 1.0
 
 
 class _Pending:
@@ -269,7 +269,7 @@ class Shadow:
     def _spawn(self) -> None:
         """A candidate process, and the thread reading its results."""
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "handler_kit.shadow.process", self.spec],
+            [sys.executable, "-m", "handler_kit.shadow", self.spec],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
         )
@@ -393,6 +393,8 @@ class Shadow:
                 self.spec,
                 code,
             )
+            # not at once: a candidate that dies as it starts must not make a busy loop
+            time.sleep(RESPAWN_WAIT)
             with self._lock:
                 if not self._closed:
                     self._spawn()
@@ -436,6 +438,31 @@ _COUNTERS = {
     "skipped": "skipped",
     "expired": "expired",
 }
+
+
+def audit_record(audit: AuditTrail) -> Callable[[ShadowResult], None]:
+    """What records a candidate's answer in ``audit``: a ``kind: "shadow"`` record linked to
+    the decision it shadowed (an answer the trail gave no id has none to link to)."""
+
+    def record(result: ShadowResult) -> None:
+        job = result.job
+        if job.decision_id is None:
+            return
+        audit.record_shadow(
+            job.decision_id,
+            result.app,
+            result.event_name,
+            result.output,
+            result.failed,
+            result.invocations,
+            result.end_ns,
+            agrees=result.agrees,
+            event=result.event,
+            transport=job.transport,
+            principal=job.principal,
+        )
+
+    return record
 
 
 def _unreadable(answer: Answer) -> bool:

@@ -102,3 +102,16 @@ def stricter_note(event: PreToolUse) -> Output | None:
 async def stricter_extra(event: PreToolUse) -> Output:
     # a handler only the candidate has, with no opinion: it agrees with no handler at all
     return Output()
+
+
+# a candidate whose process dies on one input (a crash in native code, out of memory)
+dying = HookApp("dying")
+
+
+@dying.pre_tool_use(matcher="Bash", name="bash_gate")
+async def dying_gate(event: PreToolUse) -> Output | None:
+    if "git" in str((event.tool_input or {}).get("command", "")):
+        import os
+
+        os._exit(3)
+    return _gate_decision(event)

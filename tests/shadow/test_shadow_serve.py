@@ -6,6 +6,7 @@ MCP."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 
 import httpx
@@ -36,10 +37,10 @@ def baseline() -> Iterator[list[Sent]]:
         yield send_all(url, REQUESTS)
 
 
-def expected_bodies() -> list[bytes]:
+def expected_bodies(requests: list[tuple[str, dict[str, object]]]) -> list[bytes]:
     """What the enforced gate answers: rm -rf denied, anything else no opinion."""
     bodies = []
-    for _, body in REQUESTS:
+    for _, body in requests:
         command = body["tool_input"]["command"]  # type: ignore[index]
         if "rm -rf" in command:
             bodies.append(
@@ -59,9 +60,13 @@ def expected_bodies() -> list[bytes]:
     return bodies
 
 
-def assert_as_without_shadow(shadowed: list[Sent], baseline: list[Sent]) -> None:
-    assert [s.status for s in shadowed] == [200] * len(REQUESTS)
-    assert [s.body for s in baseline] == expected_bodies()
+def assert_as_without_shadow(
+    shadowed: list[Sent],
+    baseline: list[Sent],
+    requests: list[tuple[str, dict[str, object]]] = REQUESTS,
+) -> None:
+    assert [s.status for s in shadowed] == [200] * len(requests)
+    assert [s.body for s in baseline] == expected_bodies(requests)
     # byte for byte what the same server answers without a shadow
     assert [s.body for s in shadowed] == [s.body for s in baseline]
     slowest = max(s.seconds for s in shadowed)
@@ -153,3 +158,21 @@ def test_agreements_and_disagreements_are_counted_per_handler() -> None:
         assert metric(url, per_handler, handler="stricter_extra", result="agree") == 8
         assert metric(url, per_handler, handler="stricter_extra", result="disagree") == 0
         assert metric(url, "handler_kit_shadow_shed_total") == 0
+
+
+def test_a_candidate_whose_process_dies_loses_only_what_it_had(baseline: list[Sent]) -> None:
+    """Its process ends on ``git status``: what it had is counted as lost, a new process
+    answers what comes next, and every answer is as it was."""
+    with served("tests.shadow.apps:dying") as (server, url):
+        shadowed = send_all(url, REQUESTS[:7])  # ends with the first git status
+        assert_as_without_shadow(shadowed, baseline[:7], REQUESTS[:7])
+        assert wait_for_metric(url, "handler_kit_shadow_shed_total", 1, reason="lost") >= 1
+        answered = metric(url, "handler_kit_shadow_answers_total")
+        lost = metric(url, "handler_kit_shadow_shed_total", reason="lost")
+        assert answered + lost == 7
+        time.sleep(1.5)  # the new process starts a second after
+        send_all(url, REQUESTS[:6])  # no git status: every one answered
+        assert wait_for_metric(url, "handler_kit_shadow_answers_total", answered + 6) == (
+            answered + 6
+        )
+        assert "ended with status 3" in server.output()

@@ -197,7 +197,7 @@ def capture_shadow(
     event_name: str,
     output: dict[str, Any],
     failed: bool,
-    invocations: Sequence[Invocation],
+    invocations: Sequence[Invocation] | Sequence[tuple[Any, ...]],
     end_ns: int,
     *,
     agrees: bool,
@@ -205,7 +205,9 @@ def capture_shadow(
     principal: str | None,
     pid: int,
 ) -> Capture:
-    """The plain values of a shadow candidate's answer to the decision ``decision_id``."""
+    """The plain values of a shadow candidate's answer to the decision ``decision_id``;
+    ``invocations`` may be its handlers' values already (:func:`handler_values`' tuples: a
+    candidate answering in another process sends those)."""
     # the identifiers and idempotency keys come from the input as the decision's do; its
     # input itself is the decision's, recorded there
     input_text = input_json(event) if event is not None else "{}"
@@ -222,7 +224,9 @@ def capture_shadow(
         None,
         output,
         failed,
-        handler_values(invocations, event_name, output),
+        tuple(invocations)  # type: ignore[arg-type]
+        if invocations and isinstance(invocations[0], tuple)
+        else handler_values(invocations, event_name, output),  # type: ignore[arg-type]
         None,
         "shadow",
         app,

@@ -270,7 +270,7 @@ class AuditTrail:
         event_name: str,
         output: dict[str, Any],
         failed: bool,
-        invocations: Sequence[Invocation],
+        invocations: Sequence[Invocation] | Sequence[tuple[Any, ...]],
         end_ns: int,
         *,
         agrees: bool,
