@@ -1,9 +1,12 @@
-"""The stop-loop guard's one test, importing only the generated names: the core's answer and
-every command-hook dialect (including ``handler-kit forward``, which must start fast) use it."""
+"""The stop-loop guard's one test, with no import at all: the core's answer and every
+command-hook dialect (including ``handler-kit forward``, which must start fast) use it."""
 
 from __future__ import annotations
 
-from handler_kit.core.names import LOOP_GUARDED_EVENTS as LOOP_GUARDED_EVENTS
+# The generated names (handler_kit.core.names) hold the same set, from the event table; this
+# copy spares the forwarder that module's import, and tests/core/test_event_table.py holds the
+# two equal.
+LOOP_GUARDED_EVENTS = frozenset({"Stop", "SubagentStop"})
 
 
 def in_stop_loop(event_name: str, stop_hook_active: object) -> bool:
