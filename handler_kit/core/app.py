@@ -312,8 +312,12 @@ class HookApp(EventDecorators):
         if handlers is None:
             handlers = self.matching(event)
         if len(handlers) == 1:
-            invoked = self._invoke(handlers[0], event, started)
-            invocations = [invoked if type(invoked) is Invocation else await invoked]  # type: ignore[misc]
+            only = handlers[0]
+            if only.awaits_nothing and not self.wrappers:
+                invocations = [await self._await_free(only, event, started)]
+            else:
+                invoked = self._invoke(only, event, started)
+                invocations = [invoked if type(invoked) is Invocation else await invoked]  # type: ignore[misc]
         elif handlers:
             import asyncio
 
@@ -441,15 +445,42 @@ class HookApp(EventDecorators):
     ) -> Invocation | Coroutine[Any, Any, Invocation]:
         """Run one handler within its deadline, counted from ``started`` (when the answer
         began, the same for every handler of the event): its invocation, or a coroutine of it
-        when the handler has yet to finish."""
-        if handler.is_async and not self.wrappers:
-            # the first step inline: a gate that decides without awaiting (most do) costs no
-            # coroutine of its own, no task and no timer
-            step = self._step(handler, event, started)
-            if isinstance(step, (Output, Invocation)):
-                return _ok(handler, step, started)
-            return step
-        return self._timed(handler, event, started)
+        when the handler has yet to finish.
+
+        An async handler without wrappers costs no task and no timer: it runs its first step
+        inline (:func:`_first_step`), and only one that suspends is finished under a timer for
+        its deadline (:meth:`_finish`). The first steps of several handlers run in their
+        order, before any of them waits."""
+        if not handler.is_async or self.wrappers:
+            return self._timed(handler, event, started)
+        try:
+            first = _first_step(handler, event, started)
+        except BaseException as exc:
+            return self._caught(handler, event.hook_event_name, exc, started)
+        if type(first) is not Output:
+            return self._finish(handler, event, first, started)  # type: ignore[arg-type]
+        return self._answered(handler, event, first, started)
+
+    async def _await_free(self, handler: Handler, event: HookEvent, started: float) -> Invocation:
+        """The one handler of an answer, async and unable to suspend
+        (:attr:`Handler.awaits_nothing`), awaited: its first step is its whole run, taken
+        without the ``StopIteration`` that stepping it by hand raises. No deadline could cut it
+        short, so none is armed; an answer that comes after it is late all the same
+        (:func:`_returned`)."""
+        try:
+            output = _returned(handler, event, await handler.func(event), started)
+        except BaseException as exc:
+            return self._caught(handler, event.hook_event_name, exc, started)
+        return self._answered(handler, event, output, started)
+
+    def _answered(
+        self, handler: Handler, event: HookEvent, output: Output, started: float
+    ) -> Invocation:
+        """The invocation of a handler that answered ``output`` (checked for the event)."""
+        now = time.perf_counter()
+        if output.is_plain:  # nothing _settle checks: on time, JSON, no loop to guard
+            return Invocation(handler, Status.OK, output, None, (now - started) * 1000)
+        return _ok(handler, self._settle(handler, event, output, started, now), started)
 
     async def _timed(self, handler: Handler, event: HookEvent, started: float) -> Invocation:
         """A sync or wrapped handler's run, under a timer for its deadline."""
@@ -466,26 +497,6 @@ class HookApp(EventDecorators):
             return self._caught(handler, event.hook_event_name, exc, started)
         settled = self._settle(handler, event, output, started, time.perf_counter())
         return _ok(handler, settled, started)
-
-    def _step(
-        self, handler: Handler, event: HookEvent, started: float
-    ) -> Output | Invocation | Coroutine[Any, Any, Invocation]:
-        """An async handler run without wrappers, its first step inline (:func:`_first_step`).
-
-        The handler's output when it answered on that step, checked, within its deadline and
-        sendable (the invocation is OK); its :class:`Invocation` when it failed, or when its
-        answer is its failure policy's; or, when it suspended, a coroutine that finishes it
-        under its deadline and gives its invocation.
-        """
-        try:
-            first = _first_step(handler, event, started)
-        except BaseException as exc:
-            return self._caught(handler, event.hook_event_name, exc, started)
-        if type(first) is Output:
-            if first.is_plain:  # _settle has nothing to check: on time, no loop to guard
-                return first
-            return self._settle(handler, event, first, started, time.perf_counter())
-        return self._finish(handler, event, first, started)  # type: ignore[arg-type]
 
     async def _finish(
         self,
@@ -657,14 +668,20 @@ def _first_step(
     try:
         yielded = coro.send(None)
     except StopIteration as stop:
-        if time.perf_counter() > started + handler.deadline:
-            raise _blocked(handler, started) from None
-        value = stop.value
-        if type(value) is Output:  # normalize's case for a helper's output, without its frame
-            value.check(event.hook_event_name)
-            return value
-        return normalize(event.hook_event_name, value)
+        return _returned(handler, event, stop.value, started)
     return _resume(handler, event, coro, yielded, started)
+
+
+def _returned(handler: Handler, event: HookEvent, value: Any, started: float) -> Output:
+    """The checked output of an async handler that returned ``value`` without suspending;
+    ``TimeoutError`` when it ran through its deadline (it held the loop, where no deadline
+    could interrupt it: the handler is named for it)."""
+    if time.perf_counter() > started + handler.deadline:
+        raise _blocked(handler, started) from None
+    if type(value) is Output:  # normalize's case for a helper's output, without its frame
+        value.check(event.hook_event_name)
+        return value
+    return normalize(event.hook_event_name, value)
 
 
 async def _resume(

@@ -15,6 +15,7 @@ from typing import Any, TypeAlias, TypeVar
 
 from pydantic_core import PydanticSerializationError, from_json, to_json
 
+from handler_kit.core._coroutines import never_suspends
 from handler_kit.core.events import HookEvent, model_for
 from handler_kit.core.matchers import compile_matcher
 from handler_kit.core.names import DEFAULT_TIMEOUTS as DEFAULT_TIMEOUTS
@@ -95,6 +96,7 @@ class Handler:
     """One registered handler and its options."""
 
     __slots__ = (
+        "awaits_nothing",
         "deadline",
         "description",
         "event",
@@ -130,6 +132,7 @@ class Handler:
     idempotent: bool
     description: str
     is_async: bool
+    awaits_nothing: bool
     deadline: float
     matches: Callable[[str | None], bool]
 
@@ -155,6 +158,9 @@ class Handler:
         self.idempotent = idempotent
         self.description = description
         self.is_async = inspect.iscoroutinefunction(func)
+        # an async handler whose own code has no await: it cannot suspend, so it is awaited
+        # as it is, with no deadline to arm (see HookApp._invoke)
+        self.awaits_nothing = self.is_async and never_suspends(func)
         self.deadline = server_deadline(timeout)
         self.matches = compile_matcher(matcher)
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import Any, NoReturn
 
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError, to_json
@@ -64,6 +64,15 @@ class BodyTooLarge(Exception):
 
 class ClientDisconnected(Exception):
     pass
+
+
+class Unreadable(Exception):
+    """The answer to an input a fail-closed route could not read: ``body``, its handler's
+    safe decision, is sent with 200 as any answer."""
+
+    def __init__(self, body: bytes) -> None:
+        super().__init__()
+        self.body = body
 
 
 class HTTPError(Exception):
@@ -106,9 +115,10 @@ async def send_error(send: Send, error: HTTPError) -> None:
     await send_json(send, error.status, error.body(), error.headers)
 
 
-async def read_body(receive: Receive, limit: int) -> bytes:
-    """The whole request body, or :class:`BodyTooLarge` as soon as it passes ``limit``."""
-    message = await receive()
+async def read_body(receive: Receive, limit: int, first: Message | None = None) -> bytes:
+    """The whole request body, or :class:`BodyTooLarge` as soon as it passes ``limit``.
+    ``first``: its first message, when already received."""
+    message = await receive() if first is None else first
     if message["type"] == "http.disconnect":
         raise ClientDisconnected
     body: bytes = message.get("body", b"")
@@ -259,12 +269,29 @@ class Webhook:
 
     async def serve(self, path: str, scope: Scope, receive: Receive, send: Send) -> None:
         """The ASGI call for ``path``, the request's path below the mount point (known to the
-        caller)."""
+        caller): one coroutine from the request's head to its answer's last byte."""
         try:
-            body = await self._handle(path, scope, receive)
+            plan, headers, raw_event = self._head(path, scope)
+            message = await receive()
+            body = message.get("body", b"")
+            if message.get("more_body", False) or message["type"] != "http.request":
+                body = await self._rest_of_body(plan, scope, receive, message)
+            event = self._event(plan, scope, body, raw_event)
+            handler = plan.handler
+            if handler is None:
+                handlers = self.hook_app.matching(event)
+            else:
+                handlers = [handler] if handler.matches(event.matcher_value()) else []
+            context = _context(scope, headers.get(b"traceparent"), body) if self._observed else None
+            answer = await self.hook_app.answer(
+                event, handlers, transport="webhook", context=context
+            )
+            body = _body(answer, event.hook_event_name)
         except HTTPError as error:
             await send_error(send, error)
             return
+        except Unreadable as unreadable:
+            body = unreadable.body
         except ClientDisconnected:
             return
         size = len(body)
@@ -282,11 +309,11 @@ class Webhook:
         )
         await send({"type": "http.response.body", "body": body})
 
-    async def handle(self, scope: Scope, receive: Receive) -> bytes:
-        """The response body for one request; raises :class:`HTTPError` for an error."""
-        return await self._handle(route_path(scope), scope, receive)
-
-    async def _handle(self, path: str, scope: Scope, receive: Receive) -> bytes:
+    def _head(self, path: str, scope: Scope) -> tuple[_Plan, dict[bytes, bytes], bytes | None]:
+        """The route's plan (the event header's, on ``POST /hooks``), the request's headers
+        and its event header, from what the head says: :class:`HTTPError` for a route,
+        method or missing header the webhook does not answer, :class:`Unreadable` for a body
+        announced over the cap, when the route's handler fails closed."""
         plan = self._plans.get(path)
         if plan is None:
             raise HTTPError(
@@ -298,37 +325,30 @@ class Webhook:
         raw_event = headers.get(EVENT_HEADER)
         if raw_event is not None and plan.handler is None:
             plan = self._event_plans.get(raw_event, plan)
-        handler = plan.handler
-        limit = self.max_body_bytes
         length = headers.get(b"content-length")
-        if length is not None and length.isdigit() and int(length) > limit:
-            return self.unreadable(handler, _too_large(limit), scope)
+        if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
+            self.unreadable(plan.handler, _too_large(self.max_body_bytes), scope)
         if raw_event is None and self.require_event_header:
             raise HTTPError(
                 400, "missing_event_header", "the X-Runbear-Hook-Event header is required"
             )
-        try:
-            body = await read_body(receive, limit)
-        except BodyTooLarge:
-            return self.unreadable(handler, _too_large(limit), scope)
-        event = self._event(plan, scope, body, raw_event)
-        if isinstance(event, bytes):  # the answer to an input the route cannot read
-            return event
-        hook_app = self.hook_app
-        if handler is None:
-            handlers = hook_app.matching(event)
-        else:
-            handlers = [handler] if handler.matches(event.matcher_value()) else []
-        context = _context(scope, headers.get(b"traceparent"), body) if self._observed else None
-        answer = await hook_app.answer(event, handlers, transport="webhook", context=context)
-        return _body(answer, event.hook_event_name)
+        return plan, headers, raw_event
 
-    def _event(
-        self, plan: _Plan, scope: Scope, body: bytes, raw_event: bytes | None
-    ) -> HookEvent | bytes:
+    async def _rest_of_body(
+        self, plan: _Plan, scope: Scope, receive: Receive, first: Message
+    ) -> bytes:
+        """The whole body when it did not come in one message (see :func:`read_body`)."""
+        try:
+            return await read_body(receive, self.max_body_bytes, first)
+        except BodyTooLarge:
+            self.unreadable(plan.handler, _too_large(self.max_body_bytes), scope)
+
+    def _event(self, plan: _Plan, scope: Scope, body: bytes, raw_event: bytes | None) -> HookEvent:
         """The plan's event read from the whole body and checked against the route and the
-        event header (:class:`HTTPError` when it is another), or the answer to a body the
-        route's handler cannot read, when it fails closed."""
+        event header (:class:`HTTPError` when it is another); :class:`Unreadable` when the
+        route's handler fails closed and cannot read it."""
+        if len(body) > self.max_body_bytes:
+            self.unreadable(plan.handler, _too_large(self.max_body_bytes), scope)
         event: HookEvent | None = None
         if plan.validate_json is not None:
             try:  # noqa: SIM105 (a with statement costs more on every request)
@@ -339,7 +359,7 @@ class Webhook:
             try:
                 event = parse_hook_input(body, plan.event)
             except HTTPError as error:
-                return self.unreadable(plan.handler, error, scope, body)
+                self.unreadable(plan.handler, error, scope, body)
         name = event.hook_event_name
         if raw_event is not None and (name != plan.event or raw_event != plan.event_header):
             header = raw_event.decode("latin-1")
@@ -360,10 +380,10 @@ class Webhook:
 
     def unreadable(
         self, handler: Handler | None, error: HTTPError, scope: Scope, body: bytes = b""
-    ) -> bytes:
-        """The answer to an input the route's handler cannot read: the handler's safe
-        decision when it fails closed; otherwise ``error`` is raised as it is. The input's
-        ids, when they can still be read from ``body``, go to its audit record."""
+    ) -> NoReturn:
+        """Answer an input the route's handler cannot read: :class:`Unreadable` with the
+        handler's safe decision when it fails closed; otherwise ``error`` is raised as it is.
+        The input's ids, when they can still be read from ``body``, go to its audit record."""
         if handler is None or not handler.fail_closed:
             raise error
         headers = scope.get("handler_kit.headers") or dict(scope["headers"])
@@ -377,7 +397,7 @@ class Webhook:
         )
         if answer is None:  # the handler does not fail closed
             raise error
-        return answer.body
+        raise Unreadable(answer.body)
 
 
 def _body(answer: Answer, name: str) -> bytes:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from handler_kit import HookEvent, PreToolUse, context, deny
+from handler_kit.core._coroutines import never_suspends
 from handler_kit.core.matchers import compile_matcher
 from handler_kit.core.merge import Failure, Merged
 from handler_kit.core.vocabulary import (
@@ -40,11 +41,13 @@ class ReferenceHandler:
     is_async: bool = field(init=False)
     deadline: float = field(init=False)
     matches: Callable[[str | None], bool] = field(init=False, repr=False)
+    awaits_nothing: bool = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.is_async = inspect.iscoroutinefunction(self.func)
         self.deadline = server_deadline(self.timeout)
         self.matches = compile_matcher(self.matcher)
+        self.awaits_nothing = self.is_async and never_suspends(self.func)
 
 
 @dataclass(slots=True)
