@@ -138,6 +138,65 @@ def claude_code_hooks(
     to 3 s. Groups in registration order of their (first) handler; events in order of their
     first handler.
     """
+    base_url, via = _checked_options(
+        module_attr,
+        base_url=base_url,
+        command=command,
+        via=via,
+        runtime=runtime,
+        python=python,
+        mcp_server=mcp_server,
+    )
+    if warn is None:
+        warn = _warn_stderr
+    place = _Place(runtime, project_dir or os.getcwd(), python or sys.executable)
+    events: dict[str, list[Handler]] = {}
+    for handler in app.handlers:
+        events.setdefault(handler.event, []).append(handler)
+    hooks: dict[str, list[dict[str, Any]]] = {}
+    for event, handlers in events.items():
+        runs_app = via is None and (base_url is None or event in NO_HTTP_EVENTS)
+        if runs_app and base_url is not None:
+            _warn_command_instead(event, handlers, mcp_server, warn)
+        union: str | None = _NO_UNION
+        if runs_app and not per_handler:
+            union = union_matcher([h.matcher for h in handlers])
+        if union is not _NO_UNION:
+            entry = _event_entry(handlers, module_attr, place, warn)
+            hooks[event] = [_group(union, entry)]
+            continue
+        groups = hooks.setdefault(event, [])
+        for handler in handlers:
+            entry = _handler_entry(
+                handler,
+                module_attr,
+                place,
+                warn,
+                runs_app=runs_app,
+                base_url=base_url,
+                via=via,
+                fail_closed=fail_closed,
+                mcp_server=mcp_server,
+            )
+            groups.append(_group(handler.matcher, entry))
+    return hooks
+
+
+def _checked_options(
+    module_attr: str,
+    *,
+    base_url: str | None,
+    command: bool,
+    via: str | None,
+    runtime: str,
+    python: str | None,
+    mcp_server: str | None,
+) -> tuple[str | None, str | None]:
+    """Whether :func:`claude_code_hooks`'s options make a block: at most one kind of entry,
+    a runtime with a settings file, an ``mcp_server`` only with ``base_url``, http hooks only
+    for Claude Code, and a valid ``MODULE:ATTR``. Raises ``ValueError`` naming the first
+    that does not hold; returns ``base_url`` and ``via`` checked (:func:`check_base_url`).
+    """
     if sum((base_url is not None, command, via is not None)) > 1:
         raise ValueError("pass one of base_url (http hooks), via (forwarders) or command=True")
     if runtime not in RUNTIMES:
@@ -164,42 +223,44 @@ def claude_code_hooks(
     if via is not None:
         via = check_base_url(via)
     _check_module_attr(module_attr)
-    if warn is None:
-        warn = _warn_stderr
-    place = _Place(runtime, project_dir or os.getcwd(), python or sys.executable)
-    events: dict[str, list[Handler]] = {}
-    for handler in app.handlers:
-        events.setdefault(handler.event, []).append(handler)
-    hooks: dict[str, list[dict[str, Any]]] = {}
-    for event, handlers in events.items():
-        runs_app = via is None and (base_url is None or event in NO_HTTP_EVENTS)
-        if runs_app and base_url is not None:
-            kind = "mcp_tool hooks before MCP servers connect" if mcp_server else "http hooks"
-            for handler in handlers:
-                warn(
-                    f"{event} handler {handler.name!r}: Claude Code does not call {kind} on "
-                    f"{event}; written as a command hook instead (it needs handler-kit "
-                    "installed where Claude Code runs)"
-                )
-        union: str | None = _NO_UNION
-        if runs_app and not per_handler:
-            union = union_matcher([h.matcher for h in handlers])
-        if union is not _NO_UNION:
-            entry = _event_entry(handlers, module_attr, place, warn)
-            hooks[event] = [_group(union, entry)]
-            continue
-        groups = hooks.setdefault(event, [])
-        for handler in handlers:
-            if via is not None:
-                entry = _forward_entry(handler, module_attr, via, place, fail_closed, warn)
-            elif runs_app:
-                entry = _command_entry(handler, module_attr, place, warn)
-            elif mcp_server is not None:
-                entry = _mcp_tool_entry(handler, mcp_server)
-            else:
-                entry = _http_entry(handler, module_attr, base_url or "")
-            groups.append(_group(handler.matcher, entry))
-    return hooks
+    return base_url, via
+
+
+def _warn_command_instead(
+    event: str, handlers: list[Handler], mcp_server: str | None, warn: Callable[[str], None]
+) -> None:
+    """Tell about each handler of an event Claude Code calls no http (or, before MCP servers
+    connect, no ``mcp_tool``) hook on, written as a command hook instead."""
+    kind = "mcp_tool hooks before MCP servers connect" if mcp_server else "http hooks"
+    for handler in handlers:
+        warn(
+            f"{event} handler {handler.name!r}: Claude Code does not call {kind} on "
+            f"{event}; written as a command hook instead (it needs handler-kit "
+            "installed where Claude Code runs)"
+        )
+
+
+def _handler_entry(
+    handler: Handler,
+    module_attr: str,
+    place: _Place,
+    warn: Callable[[str], None],
+    *,
+    runs_app: bool,
+    base_url: str | None,
+    via: str | None,
+    fail_closed: bool,
+    mcp_server: str | None,
+) -> dict[str, Any]:
+    """Which entry one handler gets on its own: a forwarder to ``via``, a command running the
+    app (``runs_app``), an ``mcp_tool`` hook on ``mcp_server``, else an http hook."""
+    if via is not None:
+        return _forward_entry(handler, module_attr, via, place, fail_closed, warn)
+    if runs_app:
+        return _command_entry(handler, module_attr, place, warn)
+    if mcp_server is not None:
+        return _mcp_tool_entry(handler, mcp_server)
+    return _http_entry(handler, module_attr, base_url or "")
 
 
 def _group(matcher: str | None, entry: dict[str, Any]) -> dict[str, Any]:

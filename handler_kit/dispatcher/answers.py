@@ -61,7 +61,26 @@ def read_answer(event: str, data: Any) -> Output:
     if not isinstance(data, dict):
         raise OutputError("output must be a JSON object")
     out = Output()
-    specific = data.get("hookSpecificOutput")
+    specific = _specific_object(event, data.get("hookSpecificOutput"))
+    permission = specific.get("permissionDecision") if event == "PreToolUse" else None
+    if permission is None:  # a permissionDecision replaces the top-level spelling
+        _read_top(event, data, out)
+    ignored = _read_specific(event, specific, out)
+    _read_permission_reason(permission, specific, out, ignored)
+    if "updatedInput" in specific and event == "PreToolUse":
+        _read_updated_input(specific["updatedInput"], out, ignored)
+    out.extra = {key: value for key, value in data.items() if key not in _READ_TOP} or None
+    out.specific = ignored or None
+    return out
+
+
+def _specific_object(event: str, specific: Any) -> dict[str, Any]:
+    """The ``hookSpecificOutput`` read on ``event``: empty when absent or not read there.
+
+    On an event that reads it, it must be an object whose ``hookEventName``, when given,
+    names the event; on one that does not (Stop), whatever it is, it is ignored, but an
+    object is still kept so a report can say what was ignored.
+    """
     if event in _SPECIFIC_EVENTS:
         if specific is not None and not isinstance(specific, dict):
             raise OutputError("hookSpecificOutput must be an object")
@@ -70,10 +89,17 @@ def read_answer(event: str, data: Any) -> Output:
             raise OutputError(f"hookSpecificOutput.hookEventName is {name!r}, expected {event!r}")
     elif not isinstance(specific, dict):
         specific = None  # not read on this event: whatever it is, it is ignored
-    specific = specific or {}
-    permission = specific.get("permissionDecision") if event == "PreToolUse" else None
-    if permission is None:  # a permissionDecision replaces the top-level spelling
-        _read_top(event, data, out)
+    return specific or {}
+
+
+def _read_specific(event: str, specific: dict[str, Any], out: Output) -> dict[str, Any]:
+    """Which keys of ``hookSpecificOutput`` are read on ``event``: the context and the
+    ``permissionDecision`` go into ``out``; the keys ignored are returned, as given.
+
+    ``permissionDecisionReason`` and ``updatedInput`` on PreToolUse are left to
+    :func:`_read_permission_reason` and :func:`_read_updated_input`, which depend on the
+    decision read here.
+    """
     ignored: dict[str, Any] = {}
     for key, value in specific.items():
         if key == "hookEventName":
@@ -86,36 +112,48 @@ def read_answer(event: str, data: Any) -> Output:
             out.context = value
         elif event != "PreToolUse" or key not in _PERMISSION_KEYS:
             ignored[key] = value
-        elif key == "permissionDecision":
-            if value is not None and value not in PERMISSION_DECISIONS:
-                raise OutputError(
-                    f"permissionDecision {value!r} is not one of allow/deny/ask/defer"
-                )
-            if value is not None:
-                out.decision = value
+        elif key == "permissionDecision" and value is not None:
+            _check_permission_decision(value)
+            out.decision = value
+    return ignored
+
+
+def _check_permission_decision(value: Any) -> None:
+    """Whether a (non-null) ``permissionDecision`` is one Runbear can read."""
+    if value not in PERMISSION_DECISIONS:
+        raise OutputError(f"permissionDecision {value!r} is not one of allow/deny/ask/defer")
+
+
+def _read_permission_reason(
+    permission: Any, specific: dict[str, Any], out: Output, ignored: dict[str, Any]
+) -> None:
+    """Whether ``permissionDecisionReason`` is read: as the reason of a ``permissionDecision``
+    only, leniently beside a ``defer`` (which Runbear ignores); with none it is ignored.
+    """
     if permission is not None:
         reason = specific.get("permissionDecisionReason")
         if permission == "defer":  # ignored by Runbear: its reason is not read either
-            out.reason = reason if isinstance(reason, str) else None
+            out.reason = _lenient(reason)
         else:
             out.reason = _string("permissionDecisionReason", reason)
     elif "permissionDecisionReason" in specific:
         ignored["permissionDecisionReason"] = specific["permissionDecisionReason"]
-    if "updatedInput" in specific and event == "PreToolUse":
-        value = specific["updatedInput"]
-        if out.decision in _DENIED:
-            # dropped with a deny (an ask is one): never read, so never a failure
-            if isinstance(value, dict):
-                out.updated_input = value
-            elif value is not None:
-                ignored["updatedInput"] = value
-        else:
-            if value is not None and not isinstance(value, dict):
-                raise OutputError("updatedInput must be an object")
+
+
+def _read_updated_input(value: Any, out: Output, ignored: dict[str, Any]) -> None:
+    """Whether a PreToolUse ``updatedInput`` is read: not beside a deny (an ask is one), which
+    drops it unread (so it is never a failure); otherwise it must be an object or null.
+    """
+    if out.decision in _DENIED:
+        # dropped with a deny (an ask is one): never read, so never a failure
+        if isinstance(value, dict):
             out.updated_input = value
-    out.extra = {key: value for key, value in data.items() if key not in _READ_TOP} or None
-    out.specific = ignored or None
-    return out
+        elif value is not None:
+            ignored["updatedInput"] = value
+    else:
+        if value is not None and not isinstance(value, dict):
+            raise OutputError("updatedInput must be an object")
+        out.updated_input = value
 
 
 def _read_top(event: str, data: dict[str, Any], out: Output) -> None:

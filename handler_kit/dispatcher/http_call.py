@@ -27,7 +27,7 @@ import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 import httpx
 
@@ -187,55 +187,82 @@ async def call_http(
     scheme = parts.scheme.lower()
     if scheme != "https" and not (scheme == "http" and (allow_http or allow_private)):
         return HttpResult(False, error=f"refused: {url} is not an https URL")
-    host = parts.hostname or ""
     send_headers = request_headers(event_name, headers or {})
     target = url
     extensions: dict[str, Any] = {}
     if not allow_private:
-        port = parts.port or (443 if scheme == "https" else 80)
         try:
-            address = await public_address(host, port, resolver)
+            target, send_headers["Host"], extensions = await _pinned_target(parts, resolver)
         except RefusedAddress as exc:
             return HttpResult(False, error=str(exc))
-        # Connect to the address just checked; keep the name for Host, SNI and the certificate.
-        literal = f"[{address}]" if ":" in address else address
-        netloc = literal if parts.port is None else f"{literal}:{parts.port}"
-        target = urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
-        send_headers["Host"] = parts.netloc.rsplit("@", 1)[-1]
-        if not _is_ip_literal(host):
-            extensions["sni_hostname"] = host
     content = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
     try:
         async with client.stream(
             "POST", target, content=content, headers=send_headers, extensions=extensions
         ) as response:
-            result = HttpResult(
-                False, status_code=response.status_code, headers=dict(response.headers)
-            )
-            if response.is_redirect or 300 <= response.status_code < 400:
-                location = response.headers.get("location", "")
-                result.error = f"redirect {response.status_code} to {location!r} (not followed)"
+            result = await _receive(response, max_body)
+            if result.error is not None:
                 return result
-            declared = response.headers.get("content-length")
-            if declared is not None and declared.isdigit() and int(declared) > max_body:
-                result.error = f"response body over 1 MB ({declared} bytes declared)"
-                result.body_truncated = True
-                return result
-            chunks: list[bytes] = []
-            size = 0
-            async for chunk in response.aiter_bytes():
-                size += len(chunk)
-                if size > max_body:
-                    result.error = "response body over 1 MB (stopped reading)"
-                    result.body = b"".join(chunks)
-                    result.body_truncated = True
-                    return result
-                chunks.append(chunk)
-            result.body = b"".join(chunks)
     except httpx.HTTPError as exc:
         return HttpResult(False, error=f"{type(exc).__name__}: {exc or 'transport error'}")
     except OSError as exc:  # e.g. an SSL context that could not be built
         return HttpResult(False, error=f"{type(exc).__name__}: {exc}")
+    return _read_result(event_name, result)
+
+
+async def _pinned_target(parts: SplitResult, resolver: Resolver) -> tuple[str, str, dict[str, Any]]:
+    """Where the request goes when only public addresses may be called: the URL rewritten to
+    the address just checked, the ``Host`` header, and the request's extensions (the name for
+    SNI and the certificate, unless the host is an IP literal).
+
+    Raises :class:`RefusedAddress` when the host resolves to an address Runbear refuses.
+    """
+    host = parts.hostname or ""
+    port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
+    address = await public_address(host, port, resolver)
+    # Connect to the address just checked; keep the name for Host, SNI and the certificate.
+    literal = f"[{address}]" if ":" in address else address
+    netloc = literal if parts.port is None else f"{literal}:{parts.port}"
+    target = urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
+    extensions: dict[str, Any] = {}
+    if not _is_ip_literal(host):
+        extensions["sni_hostname"] = host
+    return target, parts.netloc.rsplit("@", 1)[-1], extensions
+
+
+async def _receive(response: httpx.Response, max_body: int) -> HttpResult:
+    """The response as far as it is read: a failure (``error`` set) for a redirect, never
+    followed, or a body over ``max_body`` (declared or counted while reading, then not read
+    further); otherwise the status, headers and whole body, not yet judged.
+    """
+    result = HttpResult(False, status_code=response.status_code, headers=dict(response.headers))
+    if response.is_redirect or 300 <= response.status_code < 400:
+        location = response.headers.get("location", "")
+        result.error = f"redirect {response.status_code} to {location!r} (not followed)"
+        return result
+    declared = response.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_body:
+        result.error = f"response body over 1 MB ({declared} bytes declared)"
+        result.body_truncated = True
+        return result
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > max_body:
+            result.error = "response body over 1 MB (stopped reading)"
+            result.body = b"".join(chunks)
+            result.body_truncated = True
+            return result
+        chunks.append(chunk)
+    result.body = b"".join(chunks)
+    return result
+
+
+def _read_result(event_name: str, result: HttpResult) -> HttpResult:
+    """Whether a response read whole is a result: a non-2xx status is a failure (with the
+    start of its body), and so is a 2xx body Runbear cannot read (:func:`read_body`).
+    """
     if result.status_code is None or not 200 <= result.status_code < 300:
         snippet = result.body[:200].decode("utf-8", "replace")
         result.error = f"HTTP {result.status_code}" + (f": {snippet}" if snippet else "")

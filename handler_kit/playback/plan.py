@@ -15,7 +15,7 @@ from typing import Any
 
 from handler_kit.agents.model import DONE_TEXT, Say, ToolCall, Turn
 from handler_kit.agents.versions import CLAUDE_CODE
-from handler_kit.cases.model import Case
+from handler_kit.cases.model import Case, Expect
 
 DEFAULT_PROMPT = "Do the task."
 # Claude Code connects MCP servers in the background; a tool called before its server is
@@ -148,16 +148,42 @@ def _unobservable(case: Case, agent: str) -> str | None:
     """Why an expectation of ``case`` cannot be seen from outside the agent, if one cannot."""
     expect = case.expect
     event = case.hook_event_name
+    why = (
+        _unobservable_field(expect, event)
+        or _unenforced_decision(expect, event)
+        or _unseen_reason(expect, event, agent)
+    )
+    if why is not None:
+        return why
+    if not _expects_something_seen(expect, event):
+        return f"nothing the case expects of {event} is seen from outside the agent"
+    return None
+
+
+def _unobservable_field(expect: Expect, event: str) -> str | None:
+    """Why an expected field no run can observe is expected, if one is: a system message (the
+    user's), a ``defer`` (up to the permission mode), an updated input off PreToolUse."""
     if expect.system_message is not None:
         return "a system message is shown to the user, not to the model"
     if expect.decision == "defer":
         return "what the agent does with 'defer' depends on its permission mode"
     if expect.checks_updated_input and event != "PreToolUse":
         return f"updated_input on {event} is not observed"
+    return None
+
+
+def _unenforced_decision(expect: Expect, event: str) -> str | None:
+    """Why the expected decision is not one the agent enforces on ``event``, if it is not."""
     if event == "SessionStart" and expect.decision not in (None, "none"):
         return "SessionStart has no decision the agent enforces"
     if event == "Stop" and expect.decision not in (None, "none", "block"):
         return f"a Stop hook's {expect.decision!r} is not a decision the agent enforces"
+    return None
+
+
+def _unseen_reason(expect: Expect, event: str, agent: str) -> str | None:
+    """Why the expected decision's reason (or, for a PostToolUse block, the decision itself,
+    which only its reason reveals) does not reach anything the run can read, if it does not."""
     if (
         event == "UserPromptSubmit"
         and agent != CLAUDE_CODE
@@ -169,13 +195,17 @@ def _unobservable(case: Case, agent: str) -> str | None:
         return "an allow's reason is shown to the user, not to the model"
     if event == "PostToolUse" and expect.decision == "block" and expect.reason is None:
         return "a PostToolUse block is seen only by its reason reaching the model: give a reason"
+    return None
+
+
+def _expects_something_seen(expect: Expect, event: str) -> bool:
+    """Whether the case expects anything the run can see: a decision the agent acts on (none
+    on PostToolUse and SessionStart), a reason, context, or PreToolUse's updated input."""
     seen_decision = event not in ("PostToolUse", "SessionStart") and expect.decision is not None
-    if not (
+    return bool(
         seen_decision
         or expect.reason is not None
         or expect.context_contains
         or expect.context_excludes
         or (expect.checks_updated_input and event == "PreToolUse")
-    ):
-        return f"nothing the case expects of {event} is seen from outside the agent"
-    return None
+    )
