@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -39,20 +40,23 @@ def observed(count: int) -> list[Any]:
     from handler_kit.core.events import PreToolUse
     from handler_kit.ops.audit.trail import Observed
 
-    async def answers() -> list[Any]:
+    async def answers() -> list[tuple[Any, bytes]]:
         out = []
         for i in range(count):
-            event = PreToolUse.model_validate(
+            # the body as the webhook received it: what the record digests
+            body = json.dumps(
                 {
                     **EVENT,
                     "session_id": f"sess-{i % 7}",
                     "tool_use_id": f"toolu_{i:08d}",
                     "tool_input": {"order_id": str(4821 + i), "amount": 300 + (i * 37) % 700},
                 }
-            )
-            out.append(await app.answer(event))
+            ).encode()
+            event = PreToolUse.model_validate_json(body)
+            out.append((await app.answer(event), body))
         return out
 
+    kept = {"body"} & set(getattr(Observed, "__slots__", ()))  # a version before it: none
     return [
         Observed(
             answer=answer,
@@ -61,8 +65,9 @@ def observed(count: int) -> list[Any]:
             traceparent=None,
             end_ns=time.time_ns() + i * 1_000_000,
             pid=os.getpid(),
+            **({"body": body} if kept else {}),
         )
-        for i, answer in enumerate(asyncio.run(answers()))
+        for i, (answer, body) in enumerate(asyncio.run(answers()))
     ]
 
 

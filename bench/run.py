@@ -81,6 +81,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--only", choices=SECTIONS, action="append", help="run only this section")
     p.add_argument("--connections", default="1,16,64", help="webhook connection counts")
     p.add_argument("--mcp-connections", default="1,16", help="MCP connection counts")
+    p.add_argument(
+        "--audit-connections",
+        default=str(AUDIT_CONNECTIONS),
+        help="audit section connection counts (the durable mode's group commit grows with them)",
+    )
     p.add_argument("--command-runs", type=int, help="runs per command case (default 30, quick 2)")
     p.add_argument("--webhook-path", default="/hooks/refund_gate", help="handler-kit route")
     p.add_argument(
@@ -479,7 +484,7 @@ def run_audit(args, lg: LoadGenerator, log_dir: Path) -> dict:
                 compare_servers(
                     AUDIT,
                     sides,
-                    [AUDIT_CONNECTIONS],
+                    [int(c) for c in args.audit_connections.split(",") if c.strip()],
                     b"deny",
                     lg,
                     args,

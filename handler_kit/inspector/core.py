@@ -55,7 +55,7 @@ STATIC = {
     "inspector.js": "text/javascript; charset=utf-8",
     "inspector.css": "text/css; charset=utf-8",
 }
-FILTERS = ("event", "decision", "status", "kind")
+FILTERS = ("event", "decision", "status", "kind", "shadow")
 PAGE_LIMIT = 200
 SPARK_POINTS = 40
 SPARK_SCAN = 1000
@@ -320,7 +320,9 @@ class Inspector:
     # -- JSON API ---------------------------------------------------------------------------
 
     async def api_records(self, request: Request) -> Response:
-        """``?since_id=N&event=&decision=&status=&kind=&limit=``: newest first."""
+        """``?since_id=N&event=&decision=&status=&kind=&shadow=&limit=``: decisions (or,
+        ``kind=shadow``, shadow records), newest first; ``shadow=disagrees``: only decisions
+        a shadow candidate's answer disagreed with."""
         if await self.principal(request) is None:
             return self._unauthorized(request)
         params = request.query_params
@@ -354,7 +356,8 @@ class Inspector:
 
     async def api_record(self, request: Request) -> Response:
         """``?event_id=...``: one record whole (input and output as the audit trail
-        recorded them, redacted by its rules), with its handler calls for an answer."""
+        recorded them, redacted by its rules): a decision with its handlers and the shadow
+        records linked to it."""
         if await self.principal(request) is None:
             return self._unauthorized(request)
         event_id = request.query_params.get("event_id", "")
@@ -396,21 +399,27 @@ class Inspector:
     async def _recent(
         self, filters: Mapping[str, str | None], since_id: int | None, limit: int
     ) -> list[dict[str, Any]]:
+        query = {key: value for key, value in filters.items() if key != "shadow"}
+        if filters.get("shadow") == "disagrees":
+            query["disagrees"] = "1"
         records: list[dict[str, Any]] = await self._query(
-            "recent", limit, since_id=since_id, **filters
+            "recent", limit, since_id=since_id, **query
         )
         return records
 
     async def _series(self) -> dict[str, list[float]]:
         """Each handler's last :data:`SPARK_POINTS` latencies, oldest first."""
         series: dict[str, list[float]] = {}
-        for record in await self._query("recent", SPARK_SCAN, kind="invocation"):
-            name, latency = record.get("handler"), record.get("latency_ms")
-            if not isinstance(name, str) or not isinstance(latency, int | float):
-                continue
-            points = series.setdefault(name, [])
-            if len(points) < SPARK_POINTS:
-                points.append(float(latency))
+        for record in await self._query("recent", SPARK_SCAN):
+            for handler in record.get("handlers") or ():
+                if not isinstance(handler, dict):
+                    continue
+                name, latency = handler.get("name"), handler.get("latency_ms")
+                if not isinstance(name, str) or not isinstance(latency, int | float):
+                    continue
+                points = series.setdefault(name, [])
+                if len(points) < SPARK_POINTS:
+                    points.append(float(latency))
         return {name: points[::-1] for name, points in series.items()}
 
 

@@ -7,7 +7,7 @@
 
   var POLL_MS = 1000;
   var MAX_ROWS = 200;
-  var FILTERS = ["event", "decision", "status", "kind"];
+  var FILTERS = ["event", "decision", "status", "kind", "shadow"];
 
   var body = document.body;
   var base = body.dataset.base;
@@ -32,8 +32,7 @@
   // Mirrors render.cells() in handler_kit/inspector/render.py.
   function cells(item) {
     var time = item.time || "";
-    var handler = item.handler || "";
-    if (item.kind === "answer") handler = "merged (" + (item.handlers || []).join(", ") + ")";
+    var handler = (item.handlers || []).join(", ");
     var latency = typeof item.latency_ms === "number" ? item.latency_ms.toFixed(1) + " ms" : "";
     return [
       ["time", time.length >= 23 ? time.slice(11, 23) : time],
@@ -133,19 +132,34 @@
   // -- detail view ---------------------------------------------------------------------
 
   var META = [
-    ["event_id", "Event id"], ["kind", "Record"], ["time", "Time"], ["event", "Event"],
-    ["handler", "Handler"], ["tool_name", "Tool"], ["decision", "Decision"],
+    ["event_id", "Event id"], ["kind", "Record"], ["decision_id", "Decision id"],
+    ["app", "App"], ["agrees", "Agrees"], ["time", "Time"], ["event", "Event"],
+    ["tool_name", "Tool"], ["decision", "Decision"],
     ["reason", "Reason"], ["status", "Status"], ["latency_ms", "Latency (ms)"],
     ["transport", "Transport"], ["error", "Error"], ["principal", "Principal"],
     ["session_id", "Session"], ["trace_id", "Trace"], ["idempotency_key", "Idempotency key"],
-    ["app_version", "App version"], ["replica", "Replica"],
+    ["app_version", "App version"], ["replica", "Replica"], ["input_digest", "Input digest"],
+    ["input_complete", "Input complete"],
   ];
 
   function pretty(value) {
     return value === undefined || value === null ? "(not recorded)" : JSON.stringify(value, null, 2);
   }
 
-  function showRecord(record, answer) {
+  function handlerText(handler) {
+    return handler.name + ": " + (handler.status || "") + ", " +
+      (handler.decision || "no decision") + (handler.reason ? " \u2014 " + handler.reason : "") +
+      (handler.replayed ? " (replayed)" : "") + (handler.error ? "\n" + handler.error : "") +
+      "\n" + pretty(handler.output);
+  }
+
+  function showSection(id, text) {
+    document.getElementById(id).textContent = text;
+    document.getElementById(id).hidden = !text;
+    document.getElementById(id + "-title").hidden = !text;
+  }
+
+  function showRecord(record) {
     var dl = document.getElementById("detail-meta");
     while (dl.firstChild) dl.removeChild(dl.firstChild);
     META.forEach(function (pair) {
@@ -158,19 +172,19 @@
       dl.appendChild(dt);
       dl.appendChild(dd);
     });
+    var handlers = (record.handlers || []).filter(function (h) { return h && typeof h === "object"; });
+    var names = handlers.map(function (h) { return h.name; }).join(", ");
     document.getElementById("detail-title").textContent =
-      (record.event || "Record") + (record.handler ? " \u00b7 " + record.handler : " \u00b7 merged answer");
-    var input = record.input !== undefined ? record.input : answer && answer.input;
-    document.getElementById("detail-input").textContent = pretty(input);
+      (record.event || "Record") + (names ? " \u00b7 " + names : "");
+    document.getElementById("detail-input").textContent = pretty(record.input);
     document.getElementById("detail-output").textContent = pretty(record.output);
-    var calls = record.invocations || [];
-    var callsText = calls.map(function (call) {
-      return call.handler + ": " + (call.status || "") + ", " + (call.decision || "no decision") +
-        "\n" + pretty(call.output);
-    }).join("\n\n");
-    document.getElementById("detail-invocations").textContent = callsText;
-    document.getElementById("detail-invocations-title").hidden = !calls.length;
-    document.getElementById("detail-invocations").hidden = !calls.length;
+    showSection("detail-invocations", handlers.map(handlerText).join("\n\n"));
+    var shadows = (record.shadows || []).map(function (shadow) {
+      return (shadow.app || "candidate") + ": " + (shadow.agrees ? "agrees" : "disagrees") +
+        ", " + (shadow.decision || "no decision") +
+        (shadow.reason ? " \u2014 " + shadow.reason : "") + "\n" + pretty(shadow.output);
+    });
+    showSection("detail-shadows", shadows.join("\n\n"));
     detail.hidden = false;
   }
 
@@ -181,15 +195,7 @@
     tr.classList.add("selected");
     var url = base + "/api/record?event_id=" + encodeURIComponent(tr.dataset.eventId);
     getJSON(url).then(function (record) {
-      if (record.kind === "invocation" && record.answer_id) {
-        // the hook input is recorded once, on the answer record
-        var answerUrl = base + "/api/record?event_id=" + encodeURIComponent(record.answer_id);
-        return getJSON(answerUrl)
-          .then(function (answer) { showRecord(record, answer); })
-          .catch(function () { showRecord(record, null); });
-      }
-      showRecord(record, null);
-      return null;
+      showRecord(record);
     }).catch(function () { /* the poll reports the connection state */ });
   }
 

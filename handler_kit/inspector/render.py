@@ -19,13 +19,27 @@ BASE = "/_inspector"
 EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop")
 DECISIONS = ("allow", "deny", "ask", "block", "halt", "none")
 STATUSES = tuple(Status)
-KINDS = (("invocation", "handler calls"), ("answer", "merged answers"))
+KINDS = (("decision", "decisions"), ("shadow", "shadow records"))
+# decisions a shadow candidate's answer disagreed with
+SHADOWS = (("disagrees", "shadow disagrees"),)
 COLUMNS = ("Time", "Event", "Handler", "Tool", "Decision", "Reason", "Latency", "Status")
 SPARK_WIDTH, SPARK_HEIGHT = 160, 28
 
 
+def handler_names(record: Mapping[str, Any]) -> list[str]:
+    """The names of a decision's handlers, in order (version 2 nests them; a version-1
+    record read as a decision has them too)."""
+    names = []
+    for handler in record.get("handlers") or ():
+        name = handler.get("name") if isinstance(handler, Mapping) else handler
+        if isinstance(name, str):
+            names.append(name)
+    return names
+
+
 def summary(record: Mapping[str, Any]) -> dict[str, Any]:
-    """The fields of a record the table shows (the API's list items): no input, no output."""
+    """The fields of a decision the table shows (the API's list items): no input, no output,
+    its handlers by name."""
     latency = record.get("latency_ms")
     return {
         "id": record.get("id"),
@@ -33,8 +47,10 @@ def summary(record: Mapping[str, Any]) -> dict[str, Any]:
         "kind": record.get("kind"),
         "time": record.get("time"),
         "event": record.get("event"),
-        "handler": record.get("handler"),
-        "handlers": record.get("handlers"),
+        "handlers": handler_names(record),
+        "app": record.get("app"),
+        "decision_id": record.get("decision_id"),
+        "agrees": record.get("agrees"),
         "tool_name": record.get("tool_name"),
         "decision": record.get("decision"),
         "reason": record.get("reason"),
@@ -50,9 +66,7 @@ def cells(item: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(class, text) of each column of a row: the one definition both renderers follow
     (``inspector.js`` mirrors it for rows that arrive by polling)."""
     time = str(item.get("time") or "")
-    handler = item.get("handler")
-    if item.get("kind") == "answer":
-        handler = "merged (" + ", ".join(item.get("handlers") or []) + ")"
+    handler = ", ".join(handler_names(item))
     latency = item.get("latency_ms")
     return [
         ("time", time[11:23] if len(time) >= 23 else time),
@@ -180,6 +194,7 @@ def page(
 {_select("decision", "Decision", ((d, d) for d in DECISIONS), filters.get("decision"))}
 {_select("status", "Status", ((s, s) for s in STATUSES), filters.get("status"))}
 {_select("kind", "Records", KINDS, filters.get("kind"))}
+{_select("shadow", "Shadow", SHADOWS, filters.get("shadow"))}
 <noscript><button type="submit">Filter</button></noscript>
 <span id="count" class="count">{len(records)} shown</span>
 </form>
@@ -196,8 +211,10 @@ def page(
 <pre id="detail-input"></pre>
 <h3>Output</h3>
 <pre id="detail-output"></pre>
-<h3 id="detail-invocations-title">Handler calls</h3>
+<h3 id="detail-invocations-title">Handlers</h3>
 <pre id="detail-invocations"></pre>
+<h3 id="detail-shadows-title">Shadow</h3>
+<pre id="detail-shadows"></pre>
 </aside>
 </main>
 </body>

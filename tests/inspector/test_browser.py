@@ -95,8 +95,8 @@ EVENTS: list[dict[str, Any]] = [
         "stop_hook_active": True,
     },
 ]
-# records: one answer per event, plus one per handler call (2 + 5 + 1 + 1 + 1 + 1 + 1)
-RECORDS = len(EVENTS) + 12
+# rows: one per decision, its handlers in it (2 + 5 + 1 + 1 + 1 + 1 + 1 handler calls)
+RECORDS = len(EVENTS)
 
 
 def fire(server: RunningServer, app: HookApp) -> None:
@@ -149,7 +149,7 @@ def test_log_in_watch_events_arrive_open_one_and_filter(desk_server: Any, tmp_pa
             expect(rows).to_have_count(RECORDS)
             expect(page.locator("#live")).to_have_text("live")
             expect(page.locator("#sparklines figure.spark")).to_have_count(10)
-            deny = page.locator('#records tbody tr[data-kind="invocation"][data-decision="deny"]')
+            deny = page.locator('#records tbody tr[data-kind="decision"][data-decision="deny"]')
             expect(deny).to_have_count(1)
             expect(deny.locator("td.handler")).to_have_text("refund_gate")
             expect(deny.locator("td.tool")).to_have_text("issue_refund")
@@ -167,6 +167,11 @@ def test_log_in_watch_events_arrive_open_one_and_filter(desk_server: Any, tmp_pa
             expect(page.locator("#detail-input")).to_contain_text('"card_number": "[REDACTED]"')
             expect(page.locator("#detail-input")).not_to_contain_text("4111111111111111")
             expect(page.locator("#detail-output")).to_contain_text('"permissionDecision": "deny"')
+            # its handlers, in the detail pane
+            expect(page.locator("#detail-invocations")).to_contain_text(
+                "refund_gate: ok, deny \u2014 Refunds over $500 need a human approver."
+            )
+            expect(page.locator("#detail-shadows")).to_be_hidden()
             # with the pane open the reason keeps its room: readable, not one letter
             reason_width = deny.locator("td.reason").evaluate(
                 "c => c.getBoundingClientRect().width"
@@ -175,22 +180,28 @@ def test_log_in_watch_events_arrive_open_one_and_filter(desk_server: Any, tmp_pa
 
             # filter by decision, by event, by status
             page.select_option("#filter-decision", "deny")
-            expect(rows).to_have_count(2)  # the handler call and the merged answer
+            expect(rows).to_have_count(1)  # one row per decision
             expect(page).to_have_url(re.compile(r"\?decision=deny$"))
             for decision in rows.evaluate_all("rows => rows.map(r => r.dataset.decision)"):
                 assert decision == "deny"
             page.select_option("#filter-decision", "")
             page.select_option("#filter-event", "UserPromptSubmit")
-            expect(rows).to_have_count(6)  # five fragment handlers and their answer
+            expect(rows).to_have_count(1)  # one decision of five fragment handlers
+            expect(rows.first.locator("td.handler")).to_have_text(re.compile(r"^\w+(, \w+){4}$"))
             page.select_option("#filter-event", "")
             page.select_option("#filter-status", "loop_guarded")
-            expect(rows).to_have_count(2)
+            expect(rows).to_have_count(1)
             expect(rows.first.locator("td.event")).to_have_text("Stop")
 
             # the docs' picture: everything, with the denied refund open
             page.select_option("#filter-status", "")
+            # no shadow candidate runs here: none disagreed
+            page.select_option("#filter-shadow", "disagrees")
+            expect(rows).to_have_count(0)
+            expect(page).to_have_url(re.compile(r"\?shadow=disagrees$"))
+            page.select_option("#filter-shadow", "")
             expect(rows).to_have_count(RECORDS)
-            page.locator('#records tbody tr[data-kind="invocation"][data-decision="deny"]').click()
+            page.locator('#records tbody tr[data-kind="decision"][data-decision="deny"]').click()
             expect(page.locator("#detail-output")).to_contain_text("permissionDecision")
             target = (
                 SCREENSHOT
@@ -202,14 +213,14 @@ def test_log_in_watch_events_arrive_open_one_and_filter(desk_server: Any, tmp_pa
 
             # a filtered view stays live: new matching events arrive, others do not
             page.select_option("#filter-event", "Stop")
-            expect(rows).to_have_count(4)
+            expect(rows).to_have_count(2)
             with server.client() as client:
                 client.send({**THREAD, **EVENTS[0]})  # SessionStart: filtered out
                 client.send({**THREAD, **EVENTS[5]})  # Stop: shown
             assert server.asgi is not None
             ops = server.asgi.operations
             assert ops is not None and ops.audit is not None and ops.audit.flush()
-            expect(rows).to_have_count(6)
+            expect(rows).to_have_count(3)
 
             # log out: the API refuses the browser again
             page.click(".logout button")

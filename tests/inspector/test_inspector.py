@@ -19,7 +19,7 @@ import httpx
 import jwt
 import pytest
 
-from handler_kit import HookApp
+from handler_kit import HookApp, PreToolUse
 from handler_kit.auth import JWTAuth
 from handler_kit.config import OperationsConfig, ServerConfig
 from handler_kit.inspector import render
@@ -218,21 +218,22 @@ def test_records_filters_and_since_id(inspected: Inspected) -> None:
         api = f"{PAGE}/api/records"
         everything = http.get(api).json()
         records = everything["records"]
-        assert len(records) == 6  # 3 answers, 3 handler calls
+        assert len(records) == 3  # one row per decision, its handler calls in it
         assert records[0]["event"] == "Stop"  # newest first
         ids = [r["id"] for r in records]
         assert ids == sorted(ids, reverse=True) and everything["last_id"] == ids[0]
 
-        denies = http.get(api, params={"decision": "deny", "kind": "invocation"}).json()
-        assert [(r["handler"], r["reason"]) for r in denies["records"]] == [
-            ("refund_gate", "Refunds over $500 need a human approver.")
+        denies = http.get(api, params={"decision": "deny"}).json()
+        assert [(r["handlers"], r["reason"]) for r in denies["records"]] == [
+            (["refund_gate"], "Refunds over $500 need a human approver.")
         ]
         no_opinion = http.get(api, params={"decision": "none", "event": "PreToolUse"}).json()
-        assert len(no_opinion["records"]) == 2  # the $40 call and its answer
-        stops = http.get(api, params={"event": "Stop", "kind": "answer"}).json()["records"]
+        assert len(no_opinion["records"]) == 1  # the $40 call
+        stops = http.get(api, params={"event": "Stop", "kind": "decision"}).json()["records"]
         assert [(r["decision"], r["handlers"]) for r in stops] == [("block", ["cite_ticket"])]
         assert http.get(api, params={"status": "timeout"}).json()["records"] == []
 
+        assert http.get(api, params={"kind": "shadow"}).json()["records"] == []
         newer = http.get(api, params={"since_id": ids[2]}).json()
         assert [r["id"] for r in newer["records"]] == ids[:2]
         assert http.get(api, params={"since_id": ids[0]}).json() == {
@@ -245,9 +246,7 @@ def test_records_filters_and_since_id(inspected: Inspected) -> None:
 def test_record_detail_is_redacted_by_the_audit_rules(inspected: Inspected) -> None:
     with inspected() as (server, app), server.http() as http:
         fire(server, app)
-        answers = http.get(
-            f"{PAGE}/api/records", params={"kind": "answer", "decision": "deny"}
-        ).json()["records"]
+        answers = http.get(f"{PAGE}/api/records", params={"decision": "deny"}).json()["records"]
         detail = http.get(f"{PAGE}/api/record", params={"event_id": answers[0]["event_id"]})
         record = detail.json()
         assert record["input"]["tool_input"] == {
@@ -257,7 +256,8 @@ def test_record_detail_is_redacted_by_the_audit_rules(inspected: Inspected) -> N
         }
         assert "sk-live" not in detail.text
         assert record["output"]["hookSpecificOutput"]["permissionDecision"] == "deny"
-        assert [i["handler"] for i in record["invocations"]] == ["refund_gate"]
+        assert [h["name"] for h in record["handlers"]] == ["refund_gate"]
+        assert record["handlers"][0]["decision"] == "deny" and record["shadows"] == []
         missing = http.get(f"{PAGE}/api/record", params={"event_id": "evt_nope"})
         assert missing.status_code == 404
 
@@ -267,14 +267,14 @@ def test_page_rows_sparklines_and_headers(inspected: Inspected) -> None:
         fire(server, app)
         page = http.get(PAGE)
         assert page.status_code == 200
-        assert page.text.count("<tr tabindex") == 6
+        assert page.text.count("<tr tabindex") == 3
         assert 'data-decision="deny"' in page.text
         assert page.headers["content-security-policy"].startswith("default-src 'none'")
         assert "script-src 'self'" in page.headers["content-security-policy"]
         assert page.headers["cache-control"] == "no-store"
         assert "<script>" not in page.text and "style=" not in page.text  # CSP-clean
         filtered = http.get(PAGE, params={"decision": "deny"})
-        assert filtered.text.count("<tr tabindex") == 2
+        assert filtered.text.count("<tr tabindex") == 1
         assert '<option value="deny" selected>' in filtered.text
         spark = http.get(f"{PAGE}/api/sparklines").json()
         assert sorted(spark["handlers"]) == ["cite_ticket", "refund_gate"]
@@ -290,9 +290,65 @@ def test_the_inspector_adds_a_sqlite_sink_when_none_is_configured(
     config = {"operations": OperationsConfig(), "cache_dir": str(tmp_path / "cache")}
     with inspected(**config) as (server, app), server.http() as http:
         fire(server, app)
-        assert len(http.get(f"{PAGE}/api/records").json()["records"]) == 6
+        assert len(http.get(f"{PAGE}/api/records").json()["records"]) == 3
         assert "added by the inspector" in http.get(PAGE).text
     assert (tmp_path / "cache" / "handler-kit" / "inspector" / f"{app.name}.sqlite3").is_file()
+
+
+def test_the_decisions_a_shadow_disagreed_with(tmp_path: Path, refund_app: HookApp) -> None:
+    """``shadow=disagrees``: the decisions whose shadow record says the candidate answered
+    otherwise; a decision's detail lists its shadows."""
+    import asyncio
+
+    from handler_kit.ops.audit.capture import Observed
+    from handler_kit.ops.audit.records import RecordPolicy
+    from handler_kit.ops.audit.sqlite import SQLiteSink
+    from handler_kit.ops.audit.trail import AuditTrail
+
+    path = tmp_path / "audit.sqlite3"
+    trail = AuditTrail(
+        "refund-gate", RecordPolicy(), sinks=[SQLiteSink(str(path))], synchronous=True
+    )
+    ids = []
+    for amount in (640, 700, 40):
+        event = PreToolUse(
+            hook_event_name="PreToolUse", tool_name="issue_refund", tool_input={"amount": amount}
+        )
+        answer = asyncio.run(refund_app.answer(event))
+        item = Observed(answer, "webhook", None, None, time.time_ns(), 1)
+        trail.submit(item)
+        ids.append(item.decision_id)
+        trail.record_shadow(
+            item.decision_id,
+            "refund-gate-next",
+            "PreToolUse",
+            {},
+            False,
+            [],
+            time.time_ns(),
+            agrees=amount != 700,  # the candidate lets the $700 refund through
+            event=event,
+        )
+    trail.close()
+    config = ServerConfig(
+        tokens=[TOKEN], inspector=True, operations=OperationsConfig(audit=[f"sqlite:{path}"])
+    )
+    with running_server(refund_app, config=config) as server, server.http() as http:
+        api = f"{PAGE}/api/records"
+        assert [r["event_id"] for r in http.get(api).json()["records"]] == ids[::-1]
+        disagreed = http.get(api, params={"shadow": "disagrees"}).json()["records"]
+        assert [r["event_id"] for r in disagreed] == [ids[1]]
+        shadows = http.get(api, params={"kind": "shadow"}).json()["records"]
+        assert [(r["decision_id"], r["agrees"]) for r in shadows] == [
+            (ids[2], True),
+            (ids[1], False),
+            (ids[0], True),
+        ]
+        detail = http.get(f"{PAGE}/api/record", params={"event_id": ids[1]}).json()
+        assert [(s["app"], s["agrees"]) for s in detail["shadows"]] == [("refund-gate-next", False)]
+        page = http.get(PAGE, params={"shadow": "disagrees"})
+        assert page.text.count("<tr tabindex") == 1
+        assert '<option value="disagrees" selected>' in page.text
 
 
 # -- rendering -----------------------------------------------------------------------------
@@ -304,10 +360,10 @@ def test_every_recorded_value_is_escaped() -> None:
         {
             "id": 1,
             "event_id": '"><script>',
-            "kind": "invocation",
+            "kind": "decision",
             "time": "2026-01-01T00:00:00.000Z",
             "event": hostile,
-            "handler": hostile,
+            "handlers": [hostile],
             "decision": hostile,
             "reason": hostile,
             "status": hostile,
@@ -364,7 +420,7 @@ def test_serve_inspector_with_two_workers(tmp_path: Path) -> None:
         while not records and time.monotonic() < deadline:
             records = httpx.get(f"{url}{PAGE}/api/records", cookies=cookie).json()["records"]
             time.sleep(0.05)
-        assert [r["handler"] for r in records] == [None, "customer_profile"]
+        assert [r["handlers"] for r in records] == [["customer_profile"]]
     assert (tmp_path / "cache" / "handler-kit" / "inspector" / "context-loader.sqlite3").is_file()
 
 
@@ -384,5 +440,5 @@ def test_docs_api_curl_works(inspected: Inspected) -> None:
             check=True,
         )
     records = json.loads(done.stdout)["records"]
-    assert [(r["handler"], r["decision"]) for r in records] == [("refund_gate", "deny")]
+    assert [(r["handlers"], r["decision"]) for r in records] == [(["refund_gate"], "deny")]
     assert re.fullmatch(r"evt_[0-9a-f]{32}", records[0]["event_id"])

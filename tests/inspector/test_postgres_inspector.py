@@ -82,26 +82,27 @@ def test_either_replicas_inspector_shows_both_replicas_records(db: str) -> None:
             refund(a, f"a-{i}", 900)  # deny
             refund(b, f"b-{i}", 20)  # no opinion
         for server in (a, b):
-            answers = wait_for(server, 6, kind="answer")
+            answers = wait_for(server, 6, kind="decision")
             assert {r["replica"] for r in answers} == {"replica-a", "replica-b"}
             assert len(answers) == 6
-            denied = records(server, kind="answer", decision="deny")["records"]
+            denied = records(server, decision="deny")["records"]
             assert {r["replica"] for r in denied} == {"replica-a"} and len(denied) == 3
-            undecided = records(server, kind="answer", decision="none")["records"]
+            undecided = records(server, kind="decision", decision="none")["records"]
             assert {r["replica"] for r in undecided} == {"replica-b"} and len(undecided) == 3
 
         # one record whole, written by the other replica, with its handler call
-        first = next(r for r in wait_for(a, 6, kind="answer") if r["replica"] == "replica-b")
+        first = next(r for r in wait_for(a, 6) if r["replica"] == "replica-b")
         detail = httpx.get(
             f"{a.url}{PAGE}/api/record", params={"event_id": first["event_id"]}, headers=AUTH
         ).json()
         assert detail["replica"] == "replica-b" and detail["app_version"] == "2.0"
-        assert [inv["handler"] for inv in detail["invocations"]] == ["refund_gate"]
+        assert [h["name"] for h in detail["handlers"]] == ["refund_gate"]
+        assert detail["shadows"] == []
 
         # polling: only what was written after the last id seen
         last = records(a)["last_id"]
         refund(b, "b-late", 900)
-        late = wait_for(a, 2, since_id=last)
+        late = wait_for(a, 1, since_id=last)
         assert {r["replica"] for r in late} == {"replica-b"}
         assert all(r["id"] > last for r in late)
 
