@@ -80,15 +80,19 @@ class Option:
             try:
                 value = self.convert(text)
             except ValueError as exc:
+                if self.choices is not None:  # a name none of the choices reads as
+                    raise self._invalid_choice(text) from None
                 raise UsageError(f"argument {self.name}: {exc}") from None
         else:
             value = text
         if self.choices is not None and value not in self.choices():
-            choices = ", ".join(repr(c) for c in self.choices())
-            raise UsageError(
-                f"argument {self.name}: invalid choice: {text!r} (choose from {choices})"
-            )
+            raise self._invalid_choice(text)
         return value
+
+    def _invalid_choice(self, text: str) -> UsageError:
+        """argparse's line for a value that is none of the choices."""
+        choices = ", ".join(repr(c) for c in self.choices()) if self.choices is not None else ""
+        return UsageError(f"argument {self.name}: invalid choice: {text!r} (choose from {choices})")
 
 
 def parse(argv: list[str], options: tuple[Option, ...]) -> SimpleNamespace | None:

@@ -82,7 +82,7 @@ COMMAND_CASES: list[tuple[list[str], dict[str, Any]]] = [
     (["--exit-codes", "myhooks:app"], {**COMMAND_DEFAULTS, "exit_codes": True}),
 ]
 
-RUNTIMES = "claude-code, codex, posit, sandbox"
+RUNTIMES = "'claude-code', 'codex', 'posit', 'sandbox'"
 # (argv, argparse's line for it)
 FORWARD_ERRORS: list[tuple[list[str], str]] = [
     ([], "the following arguments are required: URL"),
@@ -94,7 +94,7 @@ FORWARD_ERRORS: list[tuple[list[str], str]] = [
     ([URL, "--timeout", "soon"], "argument --timeout: invalid float value: 'soon'"),
     (
         [URL, "--runtime", "claude"],
-        f"argument --runtime: unknown runtime 'claude' (choose from {RUNTIMES})",
+        f"argument --runtime: invalid choice: 'claude' (choose from {RUNTIMES})",
     ),
     ([URL, "--fail-closed=yes"], "argument --fail-closed: ignored explicit argument 'yes'"),
 ]
@@ -105,7 +105,7 @@ COMMAND_ERRORS: list[tuple[list[str], str]] = [
     (["myhooks:app", "--handler"], "argument --handler: expected one argument"),
     (
         ["myhooks:app", "--runtime", "cursor"],
-        f"argument --runtime: unknown runtime 'cursor' (choose from {RUNTIMES})",
+        f"argument --runtime: invalid choice: 'cursor' (choose from {RUNTIMES})",
     ),
 ]
 
