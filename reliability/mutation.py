@@ -172,9 +172,17 @@ def render(modules: Iterable[Module], seconds: float | None, header: str) -> str
     return "\n".join(lines)
 
 
+def child_environment(base: Mapping[str, str]) -> dict[str, str]:
+    """mutmut's environment, inherited by every process a test starts: the mutated tree first
+    on the path, then the start-up file that keeps those children out of stats mode."""
+    env = dict(base)
+    parts = (str(MUTANTS), str(SITE), env.get("PYTHONPATH", ""))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in parts if p)
+    return env
+
+
 def run_mutmut(patterns: list[str], children: int) -> float:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(MUTANTS), env.get("PYTHONPATH", "")) if p)
+    env = child_environment(os.environ)
     command = [str(Path(sys.executable).parent / "mutmut"), "run", "--max-children", str(children)]
     started = time.monotonic()
     subprocess.run([*command, *patterns], cwd=ROOT, env=env, check=True)

@@ -5,6 +5,9 @@ mutmut and not part of `make test`."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -90,3 +93,25 @@ def test_the_section_goes_between_its_markers(
     monkeypatch.setattr(run, "DOC", page)
     run.write_doc("new table", mutation.START, mutation.END)
     assert page.read_text() == f"head\n{mutation.START}\nnew table\n{mutation.END}\ntail\n"
+
+
+def test_children_import_the_mutated_tree_and_the_start_up_file() -> None:
+    env = mutation.child_environment({"PYTHONPATH": "/elsewhere", "HOME": "/root"})
+    assert env == {
+        "PYTHONPATH": f"{mutation.MUTANTS}:{mutation.SITE}:/elsewhere",
+        "HOME": "/root",
+    }
+    assert mutation.child_environment({})["PYTHONPATH"] == f"{mutation.MUTANTS}:{mutation.SITE}"
+
+
+@pytest.mark.parametrize(("given", "seen"), [("stats", ""), ("m.x_f__mutmut_1", "m.x_f__mutmut_1")])
+def test_a_child_runs_the_mutant_under_test_but_never_records_stats(given: str, seen: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.environ['MUTANT_UNDER_TEST'])"],
+        env={**mutation.child_environment(os.environ), "MUTANT_UNDER_TEST": given},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert done.stdout == f"{seen}\n"
