@@ -115,3 +115,20 @@ def test_a_child_runs_the_mutant_under_test_but_never_records_stats(given: str, 
         timeout=60,
     )
     assert done.stdout == f"{seen}\n"
+
+
+def test_the_header_says_what_ran_on_what() -> None:
+    pyproject = (
+        '[tool.mutmut]\nonly_mutate = ["handler_kit/core/merge.py"]\n'
+        'pytest_add_cli_args_test_selection = ["tests/core"]\n'
+    )
+    run = {"seconds": 90.0, "date": "2026-12-02", "machine": "x86_64, 2 cores", "patterns": []}
+    assert mutation.header({**run, **mutation.settings(pyproject)}) == (
+        "Measured 2026-12-02 on x86_64, 2 cores by `make mutation` (1.5 min): mutants of "
+        "`handler_kit/core/merge.py` (tested: all), each against the tests of `tests/core` "
+        "that call its function."
+    )
+    run["patterns"] = ["handler_kit.core.merge*"]
+    assert "(tested: `handler_kit.core.merge*`)" in mutation.header(
+        {**run, **mutation.settings(pyproject)}
+    )
