@@ -195,8 +195,19 @@ def run_mutmut(patterns: list[str], children: int, where: str) -> dict[str, Any]
         "patterns": patterns,
         **settings((ROOT / "pyproject.toml").read_text()),
     }
+    if patterns and TIMING.exists():
+        run = joined(json.loads(TIMING.read_text()), run)
     TIMING.write_text(json.dumps(run) + "\n")
     return run
+
+
+def joined(before: Mapping[str, Any], run: dict[str, Any]) -> dict[str, Any]:
+    """A run of some modules (patterns) after runs of others: the report covers them all, so
+    their times add up and their patterns are listed together."""
+    if not before.get("patterns"):
+        return run
+    patterns = [*before["patterns"], *(p for p in run["patterns"] if p not in before["patterns"])]
+    return {**run, "seconds": before["seconds"] + run["seconds"], "patterns": patterns}
 
 
 def settings(pyproject: str) -> dict[str, list[str]]:

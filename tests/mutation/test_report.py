@@ -132,3 +132,15 @@ def test_the_header_says_what_ran_on_what() -> None:
     assert "(tested: `handler_kit.core.merge*`)" in mutation.header(
         {**run, **mutation.settings(pyproject)}
     )
+
+
+def test_runs_of_some_modules_add_up() -> None:
+    first = {"seconds": 600.0, "patterns": ["handler_kit.core.merge*"], "date": "d1"}
+    second = {"seconds": 300.0, "patterns": ["handler_kit.core.matchers*"], "date": "d2"}
+    assert mutation.joined(first, dict(second)) == {
+        "seconds": 900.0,
+        "patterns": ["handler_kit.core.merge*", "handler_kit.core.matchers*"],
+        "date": "d2",
+    }
+    # after a run of everything, a later partial run starts the count again
+    assert mutation.joined({"seconds": 5000.0, "patterns": []}, dict(second)) == second
