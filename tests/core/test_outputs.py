@@ -507,6 +507,12 @@ def test_each_helper_called_while_a_test_runs_gives_its_exact_answer():
         (block, "", "a reason must be a non-empty string"),
         (block, None, "a reason must be a non-empty string"),
         (rewrite, None, "rewrite() needs the full replacement input object"),
+        (context, None, "context() takes a string"),
     ):
         with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
             helper(argument)
+
+
+def test_an_output_shows_the_fields_it_sets():
+    assert repr(deny("no")) == "Output(decision='deny', reason='no')"
+    assert repr(halt("b")) == "Output(continue_=False, stop_reason='b')"
