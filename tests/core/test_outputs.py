@@ -516,3 +516,12 @@ def test_each_helper_called_while_a_test_runs_gives_its_exact_answer():
 def test_an_output_shows_the_fields_it_sets():
     assert repr(deny("no")) == "Output(decision='deny', reason='no')"
     assert repr(halt("b")) == "Output(continue_=False, stop_reason='b')"
+
+
+def test_outputs_are_equal_when_every_field_is():
+    assert deny("no") == Output("deny", "no")
+    assert deny("no") != deny("yes")
+    assert halt("b") != halt("c")
+    assert rewrite({"a": 1}) != rewrite({"a": 2})
+    assert deny("no") != "deny"
+    assert Output.__eq__(deny("no"), "deny") is NotImplemented
