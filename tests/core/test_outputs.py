@@ -508,6 +508,7 @@ def test_each_helper_called_while_a_test_runs_gives_its_exact_answer():
         (block, None, "a reason must be a non-empty string"),
         (rewrite, None, "rewrite() needs the full replacement input object"),
         (context, None, "context() takes a string"),
+        (rewrite, ["a"], "updated_input must be a dict holding the whole tool input"),
     ):
         with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
             helper(argument)
