@@ -32,6 +32,7 @@ import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from reliability.run import RESULTS, ROOT, machine, write_doc
 
@@ -172,20 +173,56 @@ def render(modules: Iterable[Module], seconds: float | None, header: str) -> str
     return "\n".join(lines)
 
 
-def run_mutmut(patterns: list[str], children: int) -> float:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(MUTANTS), env.get("PYTHONPATH", "")) if p)
+def child_environment(base: Mapping[str, str]) -> dict[str, str]:
+    """mutmut's environment, inherited by every process a test starts: the mutated tree first
+    on the path, then the start-up file that keeps those children out of stats mode."""
+    env = dict(base)
+    parts = (str(MUTANTS), str(SITE), env.get("PYTHONPATH", ""))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in parts if p)
+    return env
+
+
+def run_mutmut(patterns: list[str], children: int, where: str) -> dict[str, Any]:
+    """Run mutmut; what it ran, on what and how long, as the report reads it later."""
     command = [str(Path(sys.executable).parent / "mutmut"), "run", "--max-children", str(children)]
     started = time.monotonic()
+    env = child_environment(os.environ)
     subprocess.run([*command, *patterns], cwd=ROOT, env=env, check=True)
-    seconds = time.monotonic() - started
-    TIMING.write_text(json.dumps({"seconds": seconds, "patterns": patterns}) + "\n")
-    return seconds
+    run = {
+        "seconds": time.monotonic() - started,
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": where,
+        "patterns": patterns,
+        **settings((ROOT / "pyproject.toml").read_text()),
+    }
+    if patterns and TIMING.exists():
+        run = joined(json.loads(TIMING.read_text()), run)
+    TIMING.write_text(json.dumps(run) + "\n")
+    return run
 
 
-def mutated_files() -> list[str]:
-    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]
-    return list(config["only_mutate"])
+def joined(before: Mapping[str, Any], run: dict[str, Any]) -> dict[str, Any]:
+    """A run of some modules (patterns) after runs of others: the report covers them all, so
+    their times add up and their patterns are listed together."""
+    if not before.get("patterns"):
+        return run
+    patterns = [*before["patterns"], *(p for p in run["patterns"] if p not in before["patterns"])]
+    return {**run, "seconds": before["seconds"] + run["seconds"], "patterns": patterns}
+
+
+def settings(pyproject: str) -> dict[str, list[str]]:
+    config = tomllib.loads(pyproject)["tool"]["mutmut"]
+    return {"files": config["only_mutate"], "tests": config["pytest_add_cli_args_test_selection"]}
+
+
+def header(run: Mapping[str, Any]) -> str:
+    mutants = ", ".join(f"`{p}`" for p in run["patterns"]) or "all"
+    return (
+        f"Measured {run['date']} on {run['machine']} by `make mutation` "
+        f"({run['seconds'] / 60:.1f} min): mutants of "
+        f"{', '.join(f'`{f}`' for f in run['files'])} (tested: {mutants}), each against the "
+        f"tests of {', '.join(f'`{t}`' for t in run['tests'])} that call its function."
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -199,27 +236,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-doc", action="store_true", help="do not rewrite docs/reliability.md")
     parser.add_argument("--max-children", type=int, default=os.cpu_count() or 2)
     options = parser.parse_args(argv)
-    seconds: float | None = None
-    where = machine()
-    if not options.report:
-        seconds = run_mutmut(options.patterns, options.max_children)
-    elif TIMING.exists():
-        seconds = json.loads(TIMING.read_text())["seconds"]
+    if options.report:
+        run = json.loads(TIMING.read_text())
+    else:
+        run = run_mutmut(options.patterns, options.max_children, machine())
     equivalents = read_equivalents(EQUIVALENT.read_text()) if EQUIVALENT.exists() else {}
-    modules = tally(read_meta(MUTANTS / "handler_kit"), equivalents)
-    header = (
-        f"Measured {time.strftime('%Y-%m-%d')} on {where} by `make mutation`, "
-        f"over {', '.join(f'`{f}`' for f in mutated_files())}."
-    )
-    text = render(modules, seconds, header)
+    # a run of some modules only (patterns) leaves the others' mutants not checked: not shown
+    modules = [
+        m
+        for m in tally(read_meta(MUTANTS / "handler_kit"), equivalents)
+        if m.counts.get("not checked", 0) < m.generated
+    ]
+    text = render(modules, run["seconds"], header(run))
     print(text)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "mutation.json").write_text(
         json.dumps(
             {
-                "date": time.strftime("%Y-%m-%d"),
-                "machine": where,
-                "seconds": seconds,
+                **run,
                 "modules": [
                     {"name": m.name, "counts": m.counts, "survivors": m.survivors} for m in modules
                 ],

@@ -590,3 +590,22 @@ def test_an_exact_list_is_read_as_before(matcher, values):
     match = compile_matcher(matcher)
     for value in [*values, *names]:
         assert match(value) is (value in names)
+
+
+def test_an_invalid_matcher_is_quoted_as_written_and_escaped_when_unprintable():
+    with pytest.raises(MatcherError) as info:
+        compile_matcher("refund(")
+    assert str(info.value).startswith("invalid matcher regular expression 'refund(': ")
+    with pytest.raises(MatcherError) as info:
+        compile_matcher("refund(\n")
+    assert str(info.value).startswith("invalid matcher regular expression 'refund(\\n': ")
+
+
+def test_tool_matcher_says_what_it_needs():
+    with pytest.raises(ValueError, match=r"^tool_matcher\(\) needs a tool name$"):
+        tool_matcher("orders", "")
+    message = r"^tool_matcher\(\) takes the server and the tool name as strings$"
+    with pytest.raises(TypeError, match=message):
+        tool_matcher("orders", None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=message):
+        tool_matcher(None, "refund")  # type: ignore[arg-type]

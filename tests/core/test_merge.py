@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from handler_kit import Failure, Output, allow, ask, block, context, deny, merge, rewrite
-from handler_kit.core.merge import RUNBEAR_FAIL_CLOSED_NOTICE
+from handler_kit.core.merge import RUNBEAR_FAIL_CLOSED_NOTICE, Merged
 from handler_kit.core.outputs import CONTEXT_LIMIT, TRUNCATION_MARKER, parse_output
 
 DIALECTS = ["claude", "runbear"]
@@ -165,3 +165,23 @@ def test_halt_and_universal_fields():
     )
     rendered = merged.to_output().render("Stop")
     assert rendered == {"continue": False, "stopReason": "first stop", "systemMessage": "one\ntwo"}
+
+
+def test_permission_request_decisions_merge_as_pre_tool_uses_do():
+    merged = merge("PermissionRequest", [allow("fine"), deny("no"), allow(), deny("later")])
+    assert (merged.decision, merged.reason) == ("deny", "no")
+    asked = merge("PermissionRequest", [rewrite({"v": 1}), allow()])
+    assert (asked.decision, asked.updated_input) == ("allow", {"v": 1})
+
+
+def test_a_subclass_is_never_equal_to_its_base_as_with_dataclasses():
+    class NamedFailure(Failure):
+        __slots__ = ()
+
+    class NamedMerged(Merged):
+        __slots__ = ()
+
+    assert Failure(True, "n") == Failure(True, "n")
+    assert Failure(True, "n") != NamedFailure(True, "n")
+    assert Merged("Stop", "block") == Merged("Stop", "block")
+    assert Merged("Stop", "block") != NamedMerged("Stop", "block")

@@ -3,6 +3,7 @@ every captured output round-trips; what an event cannot carry is an OutputError.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -469,3 +470,59 @@ def test_the_schema_agrees_with_what_helpers_write():
     may be returned from."""
     with_context = {e for e, fields in SPECIFIC_FIELDS.items() if "additionalContext" in fields}
     assert with_context == CONTEXT_EVENTS
+
+
+def test_each_helper_called_while_a_test_runs_gives_its_exact_answer():
+    # called in the test's body, not in a parametrize list evaluated at collection: the
+    # mutation run picks a function's tests by the calls each test makes while it runs
+    hook = {"hookEventName": "PreToolUse"}
+    assert deny("no").render("PreToolUse") == {
+        "hookSpecificOutput": {
+            **hook,
+            "permissionDecision": "deny",
+            "permissionDecisionReason": "no",
+        }
+    }
+    assert ask("sure?", updated_input={"a": 1}).render("PreToolUse") == {
+        "hookSpecificOutput": {
+            **hook,
+            "permissionDecision": "ask",
+            "permissionDecisionReason": "sure?",
+            "updatedInput": {"a": 1},
+        }
+    }
+    assert rewrite({"a": 1}, "why").render("PreToolUse") == {
+        "hookSpecificOutput": {
+            **hook,
+            "permissionDecision": "allow",
+            "permissionDecisionReason": "why",
+            "updatedInput": {"a": 1},
+        }
+    }
+    assert block("stop").render("Stop") == {"decision": "block", "reason": "stop"}
+    assert halt("budget").render("Stop") == {"continue": False, "stopReason": "budget"}
+    for helper, argument, message in (
+        (deny, "", "a reason must be a non-empty string"),
+        (deny, None, "a reason must be a non-empty string"),
+        (block, "", "a reason must be a non-empty string"),
+        (block, None, "a reason must be a non-empty string"),
+        (rewrite, None, "rewrite() needs the full replacement input object"),
+        (context, None, "context() takes a string"),
+        (rewrite, ["a"], "updated_input must be a dict holding the whole tool input"),
+    ):
+        with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
+            helper(argument)
+
+
+def test_an_output_shows_the_fields_it_sets():
+    assert repr(deny("no")) == "Output(decision='deny', reason='no')"
+    assert repr(halt("b")) == "Output(continue_=False, stop_reason='b')"
+
+
+def test_outputs_are_equal_when_every_field_is():
+    assert deny("no") == Output("deny", "no")
+    assert deny("no") != deny("yes")
+    assert halt("b") != halt("c")
+    assert rewrite({"a": 1}) != rewrite({"a": 2})
+    assert deny("no") != "deny"
+    assert Output.__eq__(deny("no"), "deny") is NotImplemented

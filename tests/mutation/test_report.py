@@ -5,6 +5,9 @@ mutmut and not part of `make test`."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -90,3 +93,54 @@ def test_the_section_goes_between_its_markers(
     monkeypatch.setattr(run, "DOC", page)
     run.write_doc("new table", mutation.START, mutation.END)
     assert page.read_text() == f"head\n{mutation.START}\nnew table\n{mutation.END}\ntail\n"
+
+
+def test_children_import_the_mutated_tree_and_the_start_up_file() -> None:
+    env = mutation.child_environment({"PYTHONPATH": "/elsewhere", "HOME": "/root"})
+    assert env == {
+        "PYTHONPATH": f"{mutation.MUTANTS}:{mutation.SITE}:/elsewhere",
+        "HOME": "/root",
+    }
+    assert mutation.child_environment({})["PYTHONPATH"] == f"{mutation.MUTANTS}:{mutation.SITE}"
+
+
+@pytest.mark.parametrize(("given", "seen"), [("stats", ""), ("m.x_f__mutmut_1", "m.x_f__mutmut_1")])
+def test_a_child_runs_the_mutant_under_test_but_never_records_stats(given: str, seen: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.environ['MUTANT_UNDER_TEST'])"],
+        env={**mutation.child_environment(os.environ), "MUTANT_UNDER_TEST": given},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert done.stdout == f"{seen}\n"
+
+
+def test_the_header_says_what_ran_on_what() -> None:
+    pyproject = (
+        '[tool.mutmut]\nonly_mutate = ["handler_kit/core/merge.py"]\n'
+        'pytest_add_cli_args_test_selection = ["tests/core"]\n'
+    )
+    run = {"seconds": 90.0, "date": "2026-12-02", "machine": "x86_64, 2 cores", "patterns": []}
+    assert mutation.header({**run, **mutation.settings(pyproject)}) == (
+        "Measured 2026-12-02 on x86_64, 2 cores by `make mutation` (1.5 min): mutants of "
+        "`handler_kit/core/merge.py` (tested: all), each against the tests of `tests/core` "
+        "that call its function."
+    )
+    run["patterns"] = ["handler_kit.core.merge*"]
+    assert "(tested: `handler_kit.core.merge*`)" in mutation.header(
+        {**run, **mutation.settings(pyproject)}
+    )
+
+
+def test_runs_of_some_modules_add_up() -> None:
+    first = {"seconds": 600.0, "patterns": ["handler_kit.core.merge*"], "date": "d1"}
+    second = {"seconds": 300.0, "patterns": ["handler_kit.core.matchers*"], "date": "d2"}
+    assert mutation.joined(first, dict(second)) == {
+        "seconds": 900.0,
+        "patterns": ["handler_kit.core.merge*", "handler_kit.core.matchers*"],
+        "date": "d2",
+    }
+    # after a run of everything, a later partial run starts the count again
+    assert mutation.joined({"seconds": 5000.0, "patterns": []}, dict(second)) == second
