@@ -13,6 +13,21 @@ import asyncio
 import time
 
 
+async def exchange(reader, writer, request):
+    """Send ``request`` and read its whole answer; the answer's status."""
+    writer.write(request)
+    head = await reader.readuntil(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    if length:
+        await reader.readexactly(length)
+    return status
+
+
 async def _connection(host, port, request, deadline, latencies, errors):
     try:
         reader, writer = await asyncio.open_connection(host, port)
@@ -22,16 +37,7 @@ async def _connection(host, port, request, deadline, latencies, errors):
     try:
         while time.perf_counter() < deadline:
             start = time.perf_counter_ns()
-            writer.write(request)
-            head = await reader.readuntil(b"\r\n\r\n")
-            status = int(head.split(b" ", 2)[1])
-            length = 0
-            for line in head.split(b"\r\n")[1:]:
-                name, _, value = line.partition(b":")
-                if name.strip().lower() == b"content-length":
-                    length = int(value)
-            if length:
-                await reader.readexactly(length)
+            status = await exchange(reader, writer, request)
             latencies.append((time.perf_counter_ns() - start) / 1000)
             if status >= 400:
                 errors["status"] += 1
@@ -48,24 +54,18 @@ def _pct(sorted_values, q):
     return sorted_values[index]
 
 
-async def _main(args):
+def request_of(args):
+    """The POST request the arguments describe, as bytes."""
     with open(args.body_file, "rb") as f:
         body = f.read()
     lines = [f"POST {args.path} HTTP/1.1", f"Host: {args.host}:{args.port}"]
     lines += args.header
     lines += [f"Content-Length: {len(body)}", "", ""]
-    request = "\r\n".join(lines).encode() + body
-    latencies: list[float] = []
-    errors = {"connect": 0, "read": 0, "status": 0}
-    started = time.perf_counter()
-    deadline = started + args.duration
-    await asyncio.gather(
-        *(
-            _connection(args.host, args.port, request, deadline, latencies, errors)
-            for _ in range(args.connections)
-        )
-    )
-    elapsed_us = (time.perf_counter() - started) * 1e6
+    return "\r\n".join(lines).encode() + body
+
+
+def print_result(latencies, elapsed_us, errors):
+    """The ``BENCH_RESULT`` line of ``wrk_post.lua``."""
     values = sorted(latencies)
     mean = sum(values) / len(values) if values else 0.0
     print(
@@ -78,6 +78,31 @@ async def _main(args):
     )
 
 
+def run(main_coroutine, args):
+    """Run the load on uvloop when it is installed."""
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(main_coroutine(args))
+    else:
+        uvloop.run(main_coroutine(args))
+
+
+async def _main(args):
+    request = request_of(args)
+    latencies: list[float] = []
+    errors = {"connect": 0, "read": 0, "status": 0}
+    started = time.perf_counter()
+    deadline = started + args.duration
+    await asyncio.gather(
+        *(
+            _connection(args.host, args.port, request, deadline, latencies, errors)
+            for _ in range(args.connections)
+        )
+    )
+    print_result(latencies, (time.perf_counter() - started) * 1e6, errors)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("host")
@@ -87,13 +112,7 @@ def main():
     parser.add_argument("--duration", type=float, default=5.0)
     parser.add_argument("--body-file", required=True)
     parser.add_argument("-H", "--header", action="append", default=[])
-    args = parser.parse_args()
-    try:
-        import uvloop
-    except ImportError:
-        asyncio.run(_main(args))
-    else:
-        uvloop.run(_main(args))
+    run(_main, parser.parse_args())
 
 
 if __name__ == "__main__":

@@ -15,6 +15,9 @@ import argparse
 import asyncio
 import time
 
+# run as a script (bench/shadow.py starts it by path): its own folder is on sys.path
+from pyload import exchange, print_result, request_of, run
+
 
 async def _connection(host, port, request, due_times, latencies, errors):
     try:
@@ -27,16 +30,7 @@ async def _connection(host, port, request, due_times, latencies, errors):
             wait = due - time.perf_counter()
             if wait > 0:
                 await asyncio.sleep(wait)
-            writer.write(request)
-            head = await reader.readuntil(b"\r\n\r\n")
-            status = int(head.split(b" ", 2)[1])
-            length = 0
-            for line in head.split(b"\r\n")[1:]:
-                name, _, value = line.partition(b":")
-                if name.strip().lower() == b"content-length":
-                    length = int(value)
-            if length:
-                await reader.readexactly(length)
+            status = await exchange(reader, writer, request)
             latencies.append((time.perf_counter() - due) * 1e6)
             if status >= 400:
                 errors["status"] += 1
@@ -46,20 +40,8 @@ async def _connection(host, port, request, due_times, latencies, errors):
         writer.close()
 
 
-def _pct(sorted_values, q):
-    if not sorted_values:
-        return 0.0
-    index = min(len(sorted_values) - 1, round(q / 100 * (len(sorted_values) - 1)))
-    return sorted_values[index]
-
-
 async def _main(args):
-    with open(args.body_file, "rb") as f:
-        body = f.read()
-    lines = [f"POST {args.path} HTTP/1.1", f"Host: {args.host}:{args.port}"]
-    lines += args.header
-    lines += [f"Content-Length: {len(body)}", "", ""]
-    request = "\r\n".join(lines).encode() + body
+    request = request_of(args)
     latencies: list[float] = []
     errors = {"connect": 0, "read": 0, "status": 0}
     total = max(1, int(args.rate * args.duration))
@@ -73,17 +55,7 @@ async def _main(args):
             for i in range(args.connections)
         )
     )
-    elapsed_us = (time.perf_counter() - started) * 1e6
-    values = sorted(latencies)
-    mean = sum(values) / len(values) if values else 0.0
-    print(
-        f"BENCH_RESULT requests={len(values)} duration_us={elapsed_us:.0f} "
-        f"p50_us={_pct(values, 50):.1f} p90_us={_pct(values, 90):.1f} "
-        f"p99_us={_pct(values, 99):.1f} max_us={values[-1] if values else 0:.1f} "
-        f"mean_us={mean:.1f} err_connect={errors['connect']} err_read={errors['read']} "
-        f"err_write=0 err_status={errors['status']} err_timeout=0",
-        flush=True,
-    )
+    print_result(latencies, (time.perf_counter() - started) * 1e6, errors)
 
 
 def main():
@@ -96,13 +68,7 @@ def main():
     parser.add_argument("--duration", type=float, default=5.0)
     parser.add_argument("--body-file", required=True)
     parser.add_argument("-H", "--header", action="append", default=[])
-    args = parser.parse_args()
-    try:
-        import uvloop
-    except ImportError:
-        asyncio.run(_main(args))
-    else:
-        uvloop.run(_main(args))
+    run(_main, parser.parse_args())
 
 
 if __name__ == "__main__":

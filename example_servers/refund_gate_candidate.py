@@ -18,20 +18,19 @@ import os
 
 from example_servers.refund_gate import (
     DEFAULT_POLICY,
+    PATTERN_ERROR,
+    RefundGateConfigError,
+    cite_ticket,
     configured,
     money,
-    other_currency,
     read_limit,
-    read_ticket_pattern,
+    refund_audit_note,
     refund_problem,
 )
 from handler_kit import (
     HookApp,
-    PostToolUse,
     PreToolUse,
     SessionStart,
-    Stop,
-    block,
     deny,
     tool_matcher,
 )
@@ -41,7 +40,6 @@ from handler_kit import (
 REFUND_TOOLS = "^[Ii]ssue[-_]?[Rr]efund$|" + tool_matcher("orders", "refund")
 
 REFUND_LIMIT, LIMIT_ERROR = configured("REFUND_LIMIT", "1000", read_limit)
-TICKET_PATTERN, PATTERN_ERROR = configured("TICKET_PATTERN", r"#\d+", read_ticket_pattern)
 RETURNS_POLICY = os.environ.get("RETURNS_POLICY") or (
     DEFAULT_POLICY.format(limit=money(REFUND_LIMIT)) if REFUND_LIMIT is not None else None
 )
@@ -77,31 +75,11 @@ async def refund_gate(event: PreToolUse):
 def returns_policy(event: SessionStart) -> str:
     """The current returns policy, as context for the whole thread."""
     if RETURNS_POLICY is None:
-        raise ValueError(LIMIT_ERROR)
+        raise RefundGateConfigError(LIMIT_ERROR)
     return RETURNS_POLICY
 
 
-@app.stop()
-def cite_ticket(event: Stop):
-    """Send a reply back once if it does not cite the ticket number."""
-    if TICKET_PATTERN is None:
-        raise ValueError(PATTERN_ERROR)
-    if not TICKET_PATTERN.search(event.last_assistant_message or ""):
-        return block("The reply does not cite the ticket number.")
-    return None
-
-
-@app.post_tool_use(matcher=REFUND_TOOLS)
-def refund_audit_note(event: PostToolUse) -> str:
-    """A note next to every refund result, for the agent and the audit trail."""
-    amount, _ = refund_problem(event.tool_input)
-    currency = other_currency(event.tool_input)
-    order = (event.tool_input or {}).get("order_id", "unknown")
-    if amount is not None:
-        shown = f"${amount:,.2f}"
-    elif currency is not None and currency.isupper():
-        shown = f"an amount in {currency}"
-    else:
-        shown = "an unreadable amount"
-    call = f" (tool call {event.tool_use_id})" if event.tool_use_id else ""
-    return f"Refund of {shown} on order {order} recorded for audit{call}."
+# Unchanged in this version: the current gate's own functions, registered on this app under
+# the same names (refund_audit_note with the wider spellings).
+app.stop()(cite_ticket)
+app.post_tool_use(matcher=REFUND_TOOLS)(refund_audit_note)
