@@ -246,12 +246,7 @@ def _watch_parent(parent: int, grace: float, interval: float) -> None:
 
 def main(argv: list[str]) -> int:
     """The writer process: ``python -m handler_kit.ops.audit.process ACK_FD``."""
-    from handler_kit.ops.audit.records import (
-        RecordPolicy,
-        Redactor,
-        parse_sinks,
-        record_lines,
-    )
+    from handler_kit.ops.audit.records import parse_sinks
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
@@ -268,26 +263,9 @@ def main(argv: list[str]) -> int:
     config = first[1]
     durable = bool(config.get("durable"))
     sinks = parse_sinks(config["sinks"], durable=durable)
-    policy = RecordPolicy(
-        redactor=Redactor(
-            config["redact"],
-            secret_keys=config["secret_keys"],
-            secret_values=config["secret_values"],
-            max_chars=config["max_chars"],
-            secrets=config["secrets"],
-        ),
-        tool_input=config["tool_input"],
-        text=config["text"],
-        full_input=config["full_input"],
-        app_version=config["app_version"],
-        replica=config["replica"],
-    )
+    policy = _policy(config)
     app = config["app"]
-    for sink in sinks:
-        try:
-            sink.open()
-        except Exception:
-            logger.exception("audit sink %r could not be opened", sink)
+    _each(sinks, "open", "could not be opened")
     # durable: the sinks are written by a thread of their own, which commits while this one
     # reads and builds the next group
     committer = _Committer(sinks, acks) if durable else None
@@ -316,20 +294,10 @@ def main(argv: list[str]) -> int:
         if message[0] == "probe":
             write_frame(acks, ("probed", _commit(sinks, [])))
             continue
-        batches = [message[1]]
-        lines: list[tuple[dict[str, Any], str]] = []
-        unbuilt: list[list[int]] = []
-        for batch in batches:
-            unbuilt.append([])
-            for position, item in enumerate(batch):
-                try:
-                    lines.extend(record_lines(item, app, policy))
-                except Exception:
-                    logger.exception("could not build an audit record")
-                    unbuilt[-1].append(position)
+        lines, unbuilt = _built(message[1], app, policy)
         if committer is not None:
             group += lines
-            group_unbuilt += unbuilt
+            group_unbuilt.append(unbuilt)
             # the last frame of the server's turn (a frame without the mark is one turn):
             # its answers are a group; groups handed over while a commit is in progress
             # are committed together
@@ -337,21 +305,61 @@ def main(argv: list[str]) -> int:
                 committer.commit(group, group_unbuilt)
                 group, group_unbuilt = [], []
             continue
-        for sink in sinks if lines else ():
-            try:
-                sink.write(lines)
-            except Exception:
-                logger.exception("audit sink %r failed to write %d records", sink, len(lines))
+        if lines:
+            _each(sinks, "write", f"failed to write {len(lines)} records", lines)
     if committer is not None:
         committer.stop()
-    for sink in sinks:
-        try:
-            sink.close()
-        except Exception:
-            logger.exception("audit sink %r failed to close", sink)
+    _each(sinks, "close", "failed to close")
     with contextlib.suppress(OSError):
         write_frame(acks, ("closed",))
     return 0
+
+
+def _each(sinks: Sequence[Any], method: str, failure: str, *args: Any) -> None:
+    """Call ``method`` of every sink; a sink that fails is logged and the others go on."""
+    for sink in sinks:
+        try:
+            getattr(sink, method)(*args)
+        except Exception:
+            logger.exception("audit sink %r %s", sink, failure)
+
+
+def _policy(config: dict[str, Any]) -> RecordPolicy:
+    """The record policy the server sent in its first frame."""
+    from handler_kit.ops.audit.records import RecordPolicy, Redactor
+
+    return RecordPolicy(
+        redactor=Redactor(
+            config["redact"],
+            secret_keys=config["secret_keys"],
+            secret_values=config["secret_values"],
+            max_chars=config["max_chars"],
+            secrets=config["secrets"],
+        ),
+        tool_input=config["tool_input"],
+        text=config["text"],
+        full_input=config["full_input"],
+        app_version=config["app_version"],
+        replica=config["replica"],
+    )
+
+
+def _built(
+    batch: Sequence[Any], app: str, policy: RecordPolicy
+) -> tuple[list[tuple[dict[str, Any], str]], list[int]]:
+    """The record lines of a batch of captured answers, and the positions in it of those whose
+    record could not be built (logged; durable mode answers them as not written)."""
+    from handler_kit.ops.audit.records import record_lines
+
+    lines: list[tuple[dict[str, Any], str]] = []
+    unbuilt: list[int] = []
+    for position, item in enumerate(batch):
+        try:
+            lines.extend(record_lines(item, app, policy))
+        except Exception:
+            logger.exception("could not build an audit record")
+            unbuilt.append(position)
+    return lines, unbuilt
 
 
 class _Frames:
