@@ -360,7 +360,7 @@ def test_what_is_sent_and_how_answers_are_read() -> None:
         (["ftp://example.com"], "expected an http(s) URL"),
         (["http://user:pw@example.com/hooks/x"], "no credentials in the URL"),
         (["http://127.0.0.1:99999/x"], "bad port"),
-        (["http://127.0.0.1:1/x", "--runtime", "claude"], "unknown runtime 'claude'"),
+        (["http://127.0.0.1:1/x", "--runtime", "claude"], "invalid choice: 'claude'"),
         (["http://127.0.0.1:1/x", "--exit-codes", "--runtime", "posit"], "contradicts posit"),
         (["http://127.0.0.1:1/x", "--timeout", "0"], "--timeout must be positive"),
         ([], "the following arguments are required: URL"),
