@@ -652,7 +652,7 @@ def test_compose(res: Results, args: argparse.Namespace) -> None:
             def every_answer_recorded() -> str:
                 ids = psql(
                     postgres,
-                    "SELECT tool_use_id FROM handler_kit_audit WHERE kind = 'answer' "
+                    "SELECT tool_use_id FROM handler_kit_audit WHERE kind = 'decision' "
                     f"AND tool_use_id LIKE '{load.prefix}%'",
                 )
                 missing = set(load.received) - set(ids)
@@ -661,7 +661,7 @@ def test_compose(res: Results, args: argparse.Namespace) -> None:
                 )
                 replicas = psql(
                     postgres,
-                    "SELECT replica, count(*) FROM handler_kit_audit WHERE kind = 'answer' "
+                    "SELECT replica, count(*) FROM handler_kit_audit WHERE kind = 'decision' "
                     f"AND tool_use_id LIKE '{load.prefix}%' GROUP BY replica ORDER BY replica",
                 )
                 return (

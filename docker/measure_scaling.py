@@ -138,7 +138,7 @@ def main() -> int:
         run("3 replicas via proxy, gate2 killed at 1/3", kill_load, n, c, watch3,
             on_progress=kill)  # fmt: skip
         ids = set(
-            ct.psql(postgres, "SELECT tool_use_id FROM handler_kit_audit WHERE kind = 'answer' "
+            ct.psql(postgres, "SELECT tool_use_id FROM handler_kit_audit WHERE kind = 'decision' "
                     f"AND tool_use_id LIKE '{kill_load.prefix}%'")
         )  # fmt: skip
         missing = set(kill_load.received) - ids

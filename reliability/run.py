@@ -251,7 +251,7 @@ def recorded_calls(path: Path) -> set[str]:
     for line in path.read_text(errors="replace").splitlines():
         with contextlib.suppress(ValueError):
             record = json.loads(line)
-            if record.get("kind") == "answer" and record.get("tool_use_id"):
+            if record.get("kind") == "decision" and record.get("tool_use_id"):
                 found.add(record["tool_use_id"])
     return found
 
