@@ -243,7 +243,7 @@ def load(
 
 
 def recorded_calls(path: Path) -> set[str]:
-    """tool_use_id of every answer record in a JSON-lines audit file (a torn last line, as a
+    """tool_use_id of every decision record in a JSON-lines audit file (a torn last line, as a
     kill leaves it, is not a record)."""
     found: set[str] = set()
     if not path.exists():
