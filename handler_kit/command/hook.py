@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 from handler_kit.command._clock import since_process_start
 from handler_kit.config import command_config
-from handler_kit.core._coroutines import never_suspends, run_without_loop
+from handler_kit.core._fast_coroutines import run_without_loop
 from handler_kit.core.vocabulary import (
     COMMAND_STARTUP_ALLOWANCE,
     INPUT_ID_FIELDS,
@@ -336,10 +336,10 @@ def _run_answer(app: HookApp, event: Any, handlers: Any) -> Answer:
     """:meth:`HookApp.answer`, on an event loop only when one can be needed.
 
     Importing :mod:`asyncio` is a large share of this process's start-up, and most gates are ``async
-    def`` functions that decide without awaiting anything: such a handler's coroutine finishes on
-    its first step (``HookApp`` runs that step inline: ``_first_step`` in
-    :mod:`handler_kit.core.app`), so ``answer()`` completes without ever suspending and is driven
-    here with no loop (:mod:`handler_kit.core._coroutines`). That is certain, not hoped for, when:
+    def`` functions that decide without awaiting anything: such a handler cannot suspend (and
+    ``HookApp`` awaits it without arming a timer), so ``answer()`` completes without ever
+    suspending and is driven here with no loop (:mod:`handler_kit.core._fast_coroutines`). That
+    is certain, not hoped for, when:
     at most one handler runs (several are gathered on a loop), no wrappers, the handler's code has
     no ``await``, ``async for`` or ``async with`` (it cannot suspend), and nothing the app imported
     uses asyncio (so nothing it calls synchronously expects a running loop). A non-suspending
@@ -357,7 +357,7 @@ def _run_answer(app: HookApp, event: Any, handlers: Any) -> Answer:
         len(handlers) <= 1
         and not app.wrappers
         and "asyncio" not in sys.modules
-        and all(h.is_async and never_suspends(h.func) for h in handlers)
+        and all(h.awaits_nothing for h in handlers)
     ):
         return run_without_loop(app.answer(event, handlers, transport="command", context=context))
     import asyncio

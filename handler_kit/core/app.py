@@ -16,12 +16,12 @@ import inspect
 import threading
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic_core import PydanticSerializationError, to_json
 
-from handler_kit.core._coroutines import Resume, stops_the_run
+from handler_kit.core._coroutines import stops_the_run
 from handler_kit.core._decorators import EventDecorators, HandlerDefinitionError
 from handler_kit.core._log import lazy_logger
 from handler_kit.core.events import EVENT_MODELS, MATCHERLESS_EVENTS, HookEvent, model_for
@@ -312,17 +312,12 @@ class HookApp(EventDecorators):
         if handlers is None:
             handlers = self.matching(event)
         if len(handlers) == 1:
-            only = handlers[0]
-            if only.awaits_nothing and not self.wrappers:
-                invocations = [await self._await_free(only, event, started)]
-            else:
-                invoked = self._invoke(only, event, started)
-                invocations = [invoked if type(invoked) is Invocation else await invoked]  # type: ignore[misc]
+            invocations = [await self._invoke(handlers[0], event, started)]
         elif handlers:
             import asyncio
 
             invocations = list(
-                await asyncio.gather(*(_awaited(self._invoke(h, event, started)) for h in handlers))
+                await asyncio.gather(*(self._invoke(h, event, started) for h in handlers))
             )
         else:
             invocations = []
@@ -440,38 +435,34 @@ class HookApp(EventDecorators):
 
         return asyncio.run(self.answer(event, **options))
 
-    def _invoke(
-        self, handler: Handler, event: HookEvent, started: float
-    ) -> Invocation | Coroutine[Any, Any, Invocation]:
+    async def _invoke(self, handler: Handler, event: HookEvent, started: float) -> Invocation:
         """Run one handler within its deadline, counted from ``started`` (when the answer
-        began, the same for every handler of the event): its invocation, or a coroutine of it
-        when the handler has yet to finish.
+        began, the same for every handler of the event).
 
-        An async handler without wrappers costs no task and no timer: it runs its first step
-        inline (:func:`_first_step`), and only one that suspends is finished under a timer for
-        its deadline (:meth:`_finish`). The first steps of several handlers run in their
-        order, before any of them waits."""
-        if not handler.is_async or self.wrappers:
-            return self._timed(handler, event, started)
+        An async handler whose own code cannot suspend (:attr:`Handler.awaits_nothing`), with
+        no wrappers, is awaited as it is: no deadline could cut it short, so no timer is armed
+        (:mod:`handler_kit.core._fast_coroutines`); an answer that comes after its deadline is
+        late all the same (:func:`_returned`). Every other handler runs under a timer for its
+        deadline."""
+        if handler.awaits_nothing and not self.wrappers:
+            try:
+                output = _returned(handler, event, await handler.func(event), started)
+            except BaseException as exc:
+                return self._caught(handler, event.hook_event_name, exc, started)
+            return self._answered(handler, event, output, started)
         try:
-            first = _first_step(handler, event, started)
+            import asyncio
+
+            remaining = handler.deadline - (time.perf_counter() - started)
+            async with asyncio.timeout(max(remaining, 0.0)):
+                if self.wrappers:
+                    output = await self._wrapped(handler, event)
+                else:
+                    output = await self._run(handler, event)
         except BaseException as exc:
             return self._caught(handler, event.hook_event_name, exc, started)
-        if type(first) is not Output:
-            return self._finish(handler, event, first, started)  # type: ignore[arg-type]
-        return self._answered(handler, event, first, started)
-
-    async def _await_free(self, handler: Handler, event: HookEvent, started: float) -> Invocation:
-        """The one handler of an answer, async and unable to suspend
-        (:attr:`Handler.awaits_nothing`), awaited: its first step is its whole run, taken
-        without the ``StopIteration`` that stepping it by hand raises. No deadline could cut it
-        short, so none is armed; an answer that comes after it is late all the same
-        (:func:`_returned`)."""
-        try:
-            output = _returned(handler, event, await handler.func(event), started)
-        except BaseException as exc:
-            return self._caught(handler, event.hook_event_name, exc, started)
-        return self._answered(handler, event, output, started)
+        settled = self._settle(handler, event, output, started, time.perf_counter())
+        return _ok(handler, settled, started)
 
     def _answered(
         self, handler: Handler, event: HookEvent, output: Output, started: float
@@ -481,37 +472,6 @@ class HookApp(EventDecorators):
         if output.is_plain:  # nothing _settle checks: on time, JSON, no loop to guard
             return Invocation(handler, Status.OK, output, None, (now - started) * 1000)
         return _ok(handler, self._settle(handler, event, output, started, now), started)
-
-    async def _timed(self, handler: Handler, event: HookEvent, started: float) -> Invocation:
-        """A sync or wrapped handler's run, under a timer for its deadline."""
-        try:
-            import asyncio
-
-            remaining = handler.deadline - (time.perf_counter() - started)
-            async with asyncio.timeout(max(remaining, 0.0)):
-                if self.wrappers:
-                    output = await self._wrapped(handler, event, started)
-                else:
-                    output = await self._run(handler, event, started)
-        except BaseException as exc:
-            return self._caught(handler, event.hook_event_name, exc, started)
-        settled = self._settle(handler, event, output, started, time.perf_counter())
-        return _ok(handler, settled, started)
-
-    async def _finish(
-        self,
-        handler: Handler,
-        event: HookEvent,
-        rest: Coroutine[Any, Any, Output],
-        started: float,
-    ) -> Invocation:
-        """The invocation of an async handler whose first step suspended."""
-        try:
-            output = await rest
-        except BaseException as exc:
-            return self._caught(handler, event.hook_event_name, exc, started)
-        settled = self._settle(handler, event, output, started, time.perf_counter())
-        return _ok(handler, settled, started)
 
     def _caught(
         self, handler: Handler, event_name: str, exc: BaseException, started: float
@@ -597,16 +557,16 @@ class HookApp(EventDecorators):
             return kept
         return output
 
-    async def _run(self, handler: Handler, event: HookEvent, started: float) -> Output:
+    async def _run(self, handler: Handler, event: HookEvent) -> Output:
         if handler.is_async:
-            first = _first_step(handler, event, started)
-            return first if type(first) is Output else await first  # type: ignore[misc]
-        value = await self.threads.run(handler, event)
+            value = await handler.func(event)
+        else:
+            value = await self.threads.run(handler, event)
         return normalize(event.hook_event_name, value)
 
-    async def _wrapped(self, handler: Handler, event: HookEvent, started: float) -> Output:
+    async def _wrapped(self, handler: Handler, event: HookEvent) -> Output:
         async def innermost() -> Output:
-            return await self._run(handler, event, started)
+            return await self._run(handler, event)
 
         call: Callable[[], Awaitable[Output]] = innermost
         for wrapper in reversed(self.wrappers):
@@ -641,73 +601,24 @@ class HookApp(EventDecorators):
         return merge(name, results).to_output().render(name)
 
 
-async def _awaited(invoked: Invocation | Coroutine[Any, Any, Invocation]) -> Invocation:
-    """An invocation for ``asyncio.gather``, whether it was made at once or is still to come."""
-    if isinstance(invoked, Invocation):
-        return invoked
-    return await invoked
-
-
-def _first_step(
-    handler: Handler, event: HookEvent, started: float
-) -> Output | Coroutine[Any, Any, Output]:
-    """Run an async handler's first step inline; arm the deadline only if it suspends. The one
-    way every async handler runs, with or without wrappers.
-
-    Most gates decide without awaiting anything, and a timer per request (what
-    ``asyncio.timeout`` costs) is a measurable share of the hot path. A handler that never
-    suspends cannot be interrupted by a deadline anyway, so nothing is lost: the deadline is
-    armed, for the time that is left, the moment the handler first waits on something.
-
-    The checked output when the handler returned on that step, or a coroutine of it that
-    finishes the run (:func:`_resume`); raises what the handler raised, or ``TimeoutError``
-    when the step ran through the deadline (it held the loop, and no deadline could interrupt
-    it: the handler is named for it).
-    """
-    coro: Coroutine[Any, Any, Any] = handler.func(event)  # type: ignore[assignment]
-    try:
-        yielded = coro.send(None)
-    except StopIteration as stop:
-        return _returned(handler, event, stop.value, started)
-    return _resume(handler, event, coro, yielded, started)
-
-
 def _returned(handler: Handler, event: HookEvent, value: Any, started: float) -> Output:
-    """The checked output of an async handler that returned ``value`` without suspending;
-    ``TimeoutError`` when it ran through its deadline (it held the loop, where no deadline
-    could interrupt it: the handler is named for it)."""
-    if time.perf_counter() > started + handler.deadline:
-        raise _blocked(handler, started) from None
+    """The checked output of an async handler that cannot suspend and returned ``value``;
+    ``TimeoutError`` when it ran through its deadline: it held the event loop all along, where
+    no deadline could interrupt it, so it is named for it."""
+    seconds = time.perf_counter() - started
+    if seconds > handler.deadline:
+        logger.warning(
+            "%s blocked the event loop for %.1f s, through its %.1f s deadline: its answer is "
+            "not sent, its failure policy answers. An async handler must not block; make it a "
+            "plain def, or run the blocking call with await asyncio.to_thread(...)",
+            handler.name,
+            seconds,
+            handler.deadline,
+        )
+        raise TimeoutError
     if type(value) is Output:  # normalize's case for a helper's output, without its frame
         value.check(event.hook_event_name)
         return value
-    return normalize(event.hook_event_name, value)
-
-
-async def _resume(
-    handler: Handler,
-    event: HookEvent,
-    coro: Coroutine[Any, Any, Any],
-    yielded: Any,
-    started: float,
-) -> Output:
-    """The rest of an async handler whose first step suspended: under its deadline."""
-    deadline_at = started + handler.deadline
-    if time.perf_counter() > deadline_at:
-        coro.close()
-        raise _blocked(handler, started)
-    import asyncio
-
-    resume = Resume(coro, yielded, deadline_at)
-    try:
-        async with asyncio.timeout(max(deadline_at - time.perf_counter(), 0.0)):
-            value = await resume
-    finally:
-        coro.close()
-        if resume.late_step is not None:
-            _warn_blocked(handler, resume.late_step)
-    if resume.late_step is not None:
-        raise TimeoutError
     return normalize(event.hook_event_name, value)
 
 
@@ -716,24 +627,6 @@ def _ok(handler: Handler, settled: Output | Invocation, started: float) -> Invoc
     if isinstance(settled, Invocation):
         return settled
     return Invocation(handler, Status.OK, settled, None, (time.perf_counter() - started) * 1000)
-
-
-def _blocked(handler: Handler, started: float) -> TimeoutError:
-    """The first step of an async handler ran through its deadline: it held the loop, and
-    what it answers now is late. Said, and answered as a timeout."""
-    _warn_blocked(handler, time.perf_counter() - started)
-    return TimeoutError()
-
-
-def _warn_blocked(handler: Handler, seconds: float) -> None:
-    logger.warning(
-        "%s blocked the event loop for %.1f s, through its %.1f s deadline: its answer is not "
-        "sent, its failure policy answers. An async handler must not block; make it a plain "
-        "def, or run the blocking call with await asyncio.to_thread(...)",
-        handler.name,
-        seconds,
-        handler.deadline,
-    )
 
 
 class HandlerThreads:

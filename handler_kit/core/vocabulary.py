@@ -15,7 +15,7 @@ from typing import Any, TypeAlias, TypeVar
 
 from pydantic_core import PydanticSerializationError, from_json, to_json
 
-from handler_kit.core._coroutines import never_suspends
+from handler_kit.core._fast_coroutines import never_suspends
 from handler_kit.core.events import HookEvent, model_for
 from handler_kit.core.matchers import compile_matcher
 from handler_kit.core.names import DEFAULT_TIMEOUTS as DEFAULT_TIMEOUTS

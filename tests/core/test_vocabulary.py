@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from handler_kit import HookEvent, PreToolUse, context, deny
-from handler_kit.core._coroutines import never_suspends
+from handler_kit.core._fast_coroutines import never_suspends
 from handler_kit.core.matchers import compile_matcher
 from handler_kit.core.merge import Failure, Merged
 from handler_kit.core.vocabulary import (

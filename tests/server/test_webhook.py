@@ -517,8 +517,11 @@ def test_an_async_handler_that_blocks_the_loop_never_sends_its_late_answer(caplo
         assert "did not answer in time" in out["permissionDecisionReason"]
     # fail open: the timeout failure, as for any other late handler
     error_body(note, 500, "handler_timeout")
-    for name in ("sleeps_in_gate", "awaits_then_sleeps", "sleeps_in_note"):
+    for name in ("sleeps_in_gate", "sleeps_in_note"):  # cannot suspend: named as the blocker
         assert f"{name} blocked the event loop" in caplog.text
+    # under its deadline's timer, which the blocked loop could not fire: late, so not sent
+    assert "awaits_then_sleeps answered" in caplog.text
+    assert "(the event loop was held)" in caplog.text
 
 
 # -- sync handlers: handler-kit's own threads -------------------------------------------------
