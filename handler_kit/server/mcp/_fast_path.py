@@ -1,10 +1,12 @@
 """The MCP fast path, and the one module of handler-kit that relies on the SDK's internals.
 
-Stateless JSON-response ``tools/call`` and ``tools/list`` POSTs are answered here without the
-SDK's per-request machinery (transport object, memory streams, task, runner, result
-re-validation), with the bytes the SDK would send; anything not recognised exactly (other
-methods, other modes, odd headers or envelopes, errors) falls through to the SDK unchanged. With
-tracing configured it opens the span the SDK's middleware would.
+Speed only. Stateless JSON-response ``tools/call`` POSTs are answered here without the SDK's
+per-request machinery (transport object, memory streams, task, runner, result re-validation),
+with the bytes the SDK would send; anything not recognised exactly (other methods, ``tools/list``
+included, which a client sends once; other modes, odd headers or envelopes, errors) falls
+through to the SDK unchanged. With tracing configured it opens the span the SDK's middleware
+would. Where the SDK has a check of its own (the header checks, the modern era's validation
+ladder, the per-version params validation) or a serializer, it is called, not copied.
 
 Doing so needs more of the SDK than its public API: private modules (``mcp.server._otel``,
 ``mcp.shared._otel``), a private method (``ServerRunner._serialize``, the serializer whose
@@ -40,17 +42,8 @@ from mcp.server.connection import Connection
 from mcp.server.runner import ServerRunner
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared import _otel as sdk_otel
-from mcp.shared.inbound import (
-    NAME_BEARING_METHODS,
-    InboundModernRoute,
-    classify_inbound_request,
-    decode_header_value,
-)
-from mcp_types import (
-    CLIENT_CAPABILITIES_META_KEY,
-    DEFAULT_NEGOTIATED_VERSION,
-    PROTOCOL_VERSION_META_KEY,
-)
+from mcp.shared.inbound import InboundModernRoute, classify_inbound_request, decode_header_value
+from mcp_types import DEFAULT_NEGOTIATED_VERSION
 from mcp_types.methods import validate_client_request
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from opentelemetry import trace as otel_trace
@@ -91,7 +84,6 @@ _WATCHED_HEADERS = frozenset(
 _SDK_ONLY_HEADERS = (b"mcp-session-id", b"last-event-id", b"mcp-param-")
 _ENVELOPE_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
 _CALL_PARAM_KEYS = frozenset({"name", "arguments", "_meta"})
-_LIST_PARAM_KEYS = frozenset({"_meta"})
 _MAX_SAFE_ID = 2**53
 _MAX_REMEMBERED = 1024
 _ROUTING_HEADERS = frozenset({b"mcp-protocol-version", b"mcp-method", b"mcp-name"})
@@ -101,6 +93,7 @@ _UNTRACED = (ProxyTracerProvider, NoOpTracerProvider)
 _JSON_TYPE = (b"content-type", b"application/json")
 _HANDSHAKE_VERSIONS = frozenset(v.encode("latin-1") for v in HANDSHAKE_PROTOCOL_VERSIONS)
 _MODERN_VERSIONS = frozenset(MODERN_PROTOCOL_VERSIONS)
+_CHECKED_HEADERS = (b"content-type", b"accept", b"host", b"origin")
 
 
 def _tracer_provider() -> object:
@@ -110,35 +103,26 @@ def _tracer_provider() -> object:
 
 
 class _Template:
-    """The exact response bytes of one (method, protocol version, result kind), as the SDK
-    writes them, with holes for the request id and the text: built once by running the SDK's
-    own result serializer on a marked result, then filled per request."""
+    """The exact response bytes of a ``tools/call`` result for one (protocol version, result
+    kind), as the SDK writes them, with holes for the request id and the text: built once by
+    running the SDK's own result serializer on a marked result, then filled per request."""
 
-    __slots__ = ("encode", "modern", "parts")
+    __slots__ = ("encode", "parts")
 
-    def __init__(self, body: bytes, modern: bool, has_text: bool) -> None:
-        marks = [json.dumps(_ID_MARK).encode()]
-        if has_text:
-            marks.append(json.dumps(_TEXT_MARK).encode())
-        parts: list[bytes] = []
-        rest = body
-        for mark in marks:
-            if rest.count(mark) != 1:
-                raise ValueError("template marker not found exactly once")
-            head, _, rest = rest.partition(mark)
-            parts.append(head)
-        parts.append(rest)
-        self.parts = parts
-        self.modern = modern
+    def __init__(self, body: bytes, modern: bool) -> None:
+        id_mark, text_mark = json.dumps(_ID_MARK).encode(), json.dumps(_TEXT_MARK).encode()
+        head, found_id, rest = body.partition(id_mark)
+        middle, found_text, tail = rest.partition(text_mark)
+        if not (found_id and found_text) or body.count(id_mark) + body.count(text_mark) != 2:
+            raise ValueError("template markers not found exactly once, in order")
+        self.parts = (head, middle, tail)
         # The modern path writes json.dumps (ASCII-escaped); the legacy one pydantic-core JSON.
         self.encode = _ascii_json if modern else to_json
 
-    def render(self, request_id: int | str, text: str | None = None) -> bytes:
-        parts = self.parts
+    def render(self, request_id: int | str, text: str) -> bytes:
+        head, middle, tail = self.parts
         encode = self.encode
-        if text is None:
-            return b"".join((parts[0], encode(request_id), parts[1]))
-        return b"".join((parts[0], encode(request_id), parts[1], encode(text), parts[2]))
+        return b"".join((head, encode(request_id), middle, encode(text), tail))
 
 
 def _ascii_json(value: int | str) -> bytes:
@@ -148,39 +132,14 @@ def _ascii_json(value: int | str) -> bytes:
     return str(value).encode()
 
 
-class _SdkChecks:
-    """The header checks the SDK's streamable HTTP transport makes of a POST, called as it
-    calls them: its transport security middleware (Content-Type, then Host and Origin when
-    DNS-rebinding protection is on), its Accept rule for a JSON response, its Content-Type
-    rule. Looking them up raises AttributeError on an SDK that no longer has one."""
-
-    __slots__ = ("accepts", "content_type_ok", "middleware")
-
-    def __init__(self, security: TransportSecuritySettings) -> None:
-        self.middleware = sdk_security.TransportSecurityMiddleware(security)
-        self.accepts = sdk_http.check_accept_headers
-        # a method of the transport that reads nothing of it but the request
-        check = sdk_http.StreamableHTTPServerTransport._check_content_type
-        self.content_type_ok = functools.partial(check, cast(Any, None))
-
-    async def allow(self, headers: list[tuple[bytes, bytes]]) -> bool:
-        """Whether a POST with ``headers`` passes every check (one that does not is the
-        SDK's to refuse, with its own status and message)."""
-        request = Request({"type": "http", "method": "POST", "headers": headers})
-        if await self.middleware.validate_request(request, is_post=True) is not None:
-            return False
-        has_json, _ = self.accepts(request)  # JSON responses: JSON alone is required
-        return has_json and bool(self.content_type_ok(request))
-
-
 class FastPath:
-    """Answer stateless JSON-response ``tools/call`` and ``tools/list`` POSTs directly.
+    """Answer stateless JSON-response ``tools/call`` POSTs directly.
 
     The SDK serves each stateless request with a fresh transport, memory streams, a task in
     the manager's task group, a dispatcher, a runner with middleware, and two result
     validations; for a hook handler that answers in microseconds that machinery is most of the
-    cost. This path checks that a request is one the SDK would accept (same header, envelope
-    and params checks, using the SDK's own validators where they exist), runs the same
+    cost. This path checks that a request is one the SDK would accept (its own header checks,
+    validation ladder and params validation, called as it calls them), runs the same
     :func:`run_tool`, and writes the bytes the SDK would write (see :class:`_Template`).
     Anything else, or anything it is unsure of, is handed to the SDK *before* a handler runs,
     with the body replayed: a handler never runs twice.
@@ -196,7 +155,6 @@ class FastPath:
         server: Server[Any],
         hook_app: HookApp,
         tools: Mapping[str, ToolSpec],
-        list_result: mt.ListToolsResult,
         security: TransportSecuritySettings,
         max_body: int,
         serve_fast: bool = True,
@@ -206,50 +164,37 @@ class FastPath:
         self.serve_fast = serve_fast
         self.hook_app = hook_app
         self.tools = tools
-        # The SDK's tools/list handler returns this same object: one source for both paths.
-        self.list_result = list_result
         # Cleared for good when this SDK cannot be mirrored (see :meth:`serve`).
         self.enabled = True
-        self.checks: _SdkChecks | None = None
         try:
-            self.checks = _SdkChecks(security)
+            # The header checks the SDK's streamable HTTP transport makes of a POST, called as
+            # it calls them: its transport security middleware (Content-Type, then Host and
+            # Origin when DNS-rebinding protection is on), its Accept rule for a JSON response,
+            # its Content-Type rule (a method of the transport that reads only the request).
+            self.security = sdk_security.TransportSecurityMiddleware(security)
+            self.accepts = sdk_http.check_accept_headers
+            check = sdk_http.StreamableHTTPServerTransport._check_content_type
+            self.content_type_ok = functools.partial(check, cast(Any, None))
         except AttributeError:  # an SDK without one of them: it checks every request itself
             logger.warning("MCP fast path disabled: an SDK header check is gone", exc_info=True)
             self.enabled = False
-        self.templates: dict[tuple[str, str, bool], _Template] = {}
-        self.valid_params: dict[tuple[str, str, bytes | None], bool] = {}
-        # The SDK's verdict on each (content type, accept, host, origin) seen: a client sends
-        # the same four on every call.
-        self.checked: dict[_CheckKey, bool] = {}
-        # Header names seen that are none of the SDK's own (sessions, resumption,
-        # Mcp-Param-*): a client sends the same names on every call.
+        self.templates: dict[str, tuple[_Template, _Template]] = {}
+        # Answers that depend on what a client sends the same on every call, so remembered:
+        # the SDK's verdict on each (content type, accept, host, origin); the params
+        # validation's on each _meta; header names seen that are none of the SDK's own
+        # (sessions, resumption, Mcp-Param-*).
+        self.checked: dict[tuple[bytes | None, ...], bool] = {}
+        self.valid_params: dict[tuple[str, bytes], bool] = {}
         self.plain_names: set[bytes] = set()
         # The server's cap, which the mount gives the session manager too: a body over it
         # goes to the SDK, which refuses it before reading it.
         self.max_body = max_body
-        # What the SDK's modern ladder (classify_inbound_request) compares, worked out once:
-        # the Mcp-Name header each tool is called with, when its name travels verbatim (the
-        # SDK decodes a base64-wrapped header value; such a name takes the ladder itself).
-        self.header_names: dict[str, bytes] = {}
-        if NAME_BEARING_METHODS.get("tools/call") == "name" and "tools/list" not in (
-            NAME_BEARING_METHODS
-        ):
-            for name in tools:
-                try:
-                    raw = name.encode("latin-1")
-                except UnicodeEncodeError:
-                    continue
-                if decode_header_value(name) == name:
-                    self.header_names[name] = raw
 
     async def handle(self, scope: Scope, receive: Receive, send: Send, sdk: ASGIApp) -> None:
         """Answer the request here when this path can, otherwise hand it to ``sdk``."""
         if self.enabled and scope["type"] == "http" and scope["method"] == "POST" and self.usable():
             headers = self.headers_ok(scope)
-            # a verdict known to pass costs one lookup, not a coroutine
-            if headers is not None and (
-                self.checked.get(_check_key(headers)) or await self.sdk_allows(headers)
-            ):
+            if headers is not None and await self.sdk_allows(headers):
                 message = await receive()
                 if message["type"] == "http.request" and not message.get("more_body", False):
                     # the whole body in one message: what a client's small POST arrives as
@@ -285,22 +230,19 @@ class FastPath:
         return len(middleware) == 1 and type(middleware[0]) is OpenTelemetryMiddleware
 
     @contextlib.contextmanager
-    def traced(
-        self, method: str, version: str, request_id: int | str, name: str | None, meta: Any
-    ) -> Iterator[Any]:
-        """The SDK middleware's span for one message (same name, kind, attributes, parent);
-        only entered when a tracer provider is configured (the SDK's is a no-op otherwise)."""
+    def traced(self, version: str, request_id: int | str, name: str, meta: Any) -> Iterator[Any]:
+        """The SDK middleware's span for one ``tools/call`` (same name, kind, attributes,
+        parent); only entered when a tracer provider is configured (the SDK's is a no-op
+        otherwise)."""
         attributes: dict[str, Any] = {
-            "mcp.method.name": method,
+            "mcp.method.name": "tools/call",
             "mcp.protocol.version": version,
             "jsonrpc.request.id": str(request_id),
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": name,
         }
-        if method == "tools/call":
-            attributes["gen_ai.operation.name"] = "execute_tool"
-            if name is not None:
-                attributes["gen_ai.tool.name"] = name
         with sdk_otel.otel_span(
-            name=f"{method} {name}" if name else method,
+            name=f"tools/call {name}",
             kind=SpanKind.SERVER,
             attributes=attributes,
             context=sdk_otel.extract_trace_context(meta if isinstance(meta, dict) else None),
@@ -325,12 +267,9 @@ class FastPath:
         if len(found) != len(raw):
             return self.headers_exact(scope)
         if not found.keys() <= self.plain_names:
-            for name in found:
-                if name.startswith(_SDK_ONLY_HEADERS):
-                    return None
-            if len(self.plain_names) >= _MAX_REMEMBERED:
-                self.plain_names.clear()
-            self.plain_names.update(found)
+            if any(name.startswith(_SDK_ONLY_HEADERS) for name in found):
+                return None
+            _remember(self.plain_names, found)
         return found
 
     def headers_exact(self, scope: Scope) -> dict[bytes, bytes] | None:
@@ -347,28 +286,26 @@ class FastPath:
         return found
 
     async def sdk_allows(self, headers: dict[bytes, bytes]) -> bool:
-        """Whether the SDK's header checks (:class:`_SdkChecks`) pass, asked once per
-        (content type, accept, host, origin); the length is the caller's to check (a body
-        over the cap may still be :meth:`guard`'s)."""
-        key = _check_key(headers)
+        """Whether the SDK's header checks pass (one that does not is the SDK's to refuse,
+        with its own status and message), asked once per (content type, accept, host,
+        origin); the length is the caller's to check (a body over the cap may still be
+        :meth:`guard`'s)."""
+        key = tuple(map(headers.get, _CHECKED_HEADERS))
         known = self.checked.get(key)
         if known is None:
-            checks = self.checks
-            assert checks is not None  # else never enabled
-            names = (b"content-type", b"accept", b"host", b"origin")
-            sent = [(name, value) for name, value in zip(names, key, strict=True) if value]
-            known = await checks.allow(sent)
-            if len(self.checked) >= _MAX_REMEMBERED:
-                self.checked.clear()
-            self.checked[key] = known
+            sent = [(h, value) for h, value in zip(_CHECKED_HEADERS, key, strict=True) if value]
+            request = Request({"type": "http", "method": "POST", "headers": sent})
+            known = await self.security.validate_request(request, is_post=True) is None
+            # JSON responses: JSON alone is required
+            known = known and self.accepts(request)[0] and bool(self.content_type_ok(request))
+            _remember(self.checked, {key: known})
         return known
 
     async def serve(
         self, scope: Scope, headers: dict[bytes, bytes], body: bytes, send: Send
     ) -> bool:
         """Serve the request and return True, or return False having done nothing."""
-        raw_version = headers.get(b"mcp-protocol-version")
-        modern = raw_version is not None and raw_version not in _HANDSHAKE_VERSIONS
+        era = _era(headers)
         # pydantic-core's parser for both eras: what it accepts, json.loads (the modern
         # transport's parser) accepts as the same value; what it refuses (a byte-order mark,
         # UTF-16, lone surrogates) goes to the SDK, which answers it as it always does.
@@ -376,103 +313,66 @@ class FastPath:
             decoded = from_json(body)
         except (ValueError, RecursionError):
             return False
-        if type(decoded) is not dict or not decoded.keys() >= {"jsonrpc", "id", "method"}:
+        if era is None or type(decoded) is not dict or decoded.keys() - _ENVELOPE_KEYS:
             return False
-        if decoded.keys() - _ENVELOPE_KEYS or decoded["jsonrpc"] != "2.0":
+        call = _tools_call(decoded)
+        if call is None or len(decoded) != 4:
             return False
-        request_id = decoded["id"]
-        if type(request_id) is int:
-            if not -_MAX_SAFE_ID < request_id < _MAX_SAFE_ID:
+        request_id, name, arguments = call
+        params = decoded["params"]
+        spec = self.tools.get(name)
+        if spec is None or params.keys() - _CALL_PARAM_KEYS:
+            return False
+        if not (arguments is None or type(arguments) is dict):
+            return False
+        version, modern = era
+        meta = params.get("_meta")
+        if modern:  # the SDK's own validation ladder, with the routing headers as it reads them
+            routing = {
+                key.decode(): value.decode("latin-1")
+                for key, value in headers.items()
+                if key in _ROUTING_HEADERS
+            }
+            verdict = classify_inbound_request(decoded, headers=routing)
+            if not isinstance(verdict, InboundModernRoute):
                 return False
-        elif type(request_id) is not str:
+            version = verdict.protocol_version
+        if not self.params_valid(version, params):
             return False
-        method = decoded["method"]
-        params = decoded.get("params")
-        if method == "tools/call":
-            if type(params) is not dict or params.keys() - _CALL_PARAM_KEYS:
-                return False
-            name = params.get("name")
-            spec = self.tools.get(name) if type(name) is str else None
-            arguments = params.get("arguments")
-            if spec is None or not (arguments is None or type(arguments) is dict):
-                return False
-        elif method == "tools/list":
-            if params is not None and (
-                type(params) is not dict or params.keys() - _LIST_PARAM_KEYS
-            ):
-                return False
-            spec = arguments = None
-        else:
+        templates = self.templates_for(version, modern)
+        if templates is None:
             return False
-        meta = params.get("_meta") if params else None
-        if modern:
-            assert raw_version is not None  # modern implies the header
-            version = raw_version.decode("latin-1")
-            if not self.admitted(headers, version, method, spec, meta):
-                routing = {
-                    key.decode(): value.decode("latin-1")
-                    for key, value in headers.items()
-                    if key in _ROUTING_HEADERS
-                }
-                verdict = classify_inbound_request(decoded, headers=routing)
-                if not isinstance(verdict, InboundModernRoute):
-                    return False
-                version = verdict.protocol_version
-        elif raw_version is None:
-            version = DEFAULT_NEGOTIATED_VERSION
-        else:
-            version = raw_version.decode("latin-1")
-        if not self.params_valid(method, version, params):
-            return False
-        try:
-            template = self.template(method, version, modern, is_error=False)
-            error_template = (
-                self.template(method, version, modern, is_error=True) if spec else template
-            )
-        except Exception:  # an SDK this path does not know: let the SDK serve everything
-            logger.warning("MCP fast path disabled: cannot build response templates", exc_info=True)
-            self.enabled = False
-            return False
+        template, error_template = templates
         provider = _tracer_provider()
         if provider is None or isinstance(provider, _UNTRACED):
             # the common case: no span, so no context manager either
-            if spec is None:
-                body_out = template.render(request_id)
+            hook_app = self.hook_app
+            context = (
+                call_context(spec, scope, request_id, "fast")
+                if hook_app.observers or hook_app.committers
+                else None
+            )
+            answered = await answer_tool(hook_app, spec, arguments, context, owned=True)
+            if not isinstance(answered, ToolOutcome) and not answered.failed:
+                # the answer's own body is the text: no result object on the way
+                body_out = template.render(request_id, answered.body.decode())
             else:
-                hook_app = self.hook_app
-                context = (
-                    call_context(spec, scope, request_id, "fast")
-                    if hook_app.observers or hook_app.committers
-                    else None
+                if not isinstance(answered, ToolOutcome):
+                    answered = outcome_of(spec.handler, answered)
+                body_out = (error_template if answered.is_error else template).render(
+                    request_id, answered.text
                 )
-                answered = await answer_tool(hook_app, spec, arguments, context, owned=True)
-                if not isinstance(answered, ToolOutcome) and not answered.failed:
-                    # the answer's own body is the text: no result object on the way
-                    body_out = template.render(request_id, answered.body.decode())
-                else:
-                    if not isinstance(answered, ToolOutcome):
-                        answered = outcome_of(spec.handler, answered)
-                    body_out = (error_template if answered.is_error else template).render(
-                        request_id, answered.text
-                    )
         else:
-            name = spec.name if spec else None
-            with self.traced(method, version, request_id, name, meta) as span:
-                if spec is None:
-                    body_out = template.render(request_id)
+            with self.traced(version, request_id, name, meta) as span:
+                context = call_context(spec, scope, request_id, "fast")
+                outcome = await run_tool(self.hook_app, spec, arguments, context, owned=True)
+                if outcome.is_error:
+                    body_out = error_template.render(request_id, outcome.text)
+                    span.set_attribute("error.type", "tool_error")
+                    span.set_status(StatusCode.ERROR)
                 else:
-                    context = call_context(spec, scope, request_id, "fast")
-                    outcome = await run_tool(self.hook_app, spec, arguments, context, owned=True)
-                    if outcome.is_error:
-                        body_out = error_template.render(request_id, outcome.text)
-                        span.set_attribute("error.type", "tool_error")
-                        span.set_status(StatusCode.ERROR)
-                    else:
-                        body_out = template.render(request_id, outcome.text)
-        length = (b"content-length", b"%d" % len(body_out))
-        raw = [length, _JSON_TYPE] if modern else [_JSON_TYPE, length]
-        await send({"type": "http.response.start", "status": 200, "headers": raw})
-        await send({"type": "http.response.body", "body": body_out})
+                    body_out = template.render(request_id, outcome.text)
+        await _send(send, body_out, modern)
         return True
 
     async def guard(
@@ -539,13 +439,10 @@ class FastPath:
             return False
         if problem is not None and not spec.handler.fail_closed:
             return False  # the SDK's error, as the webhook's 4xx for a handler that fails open
-        try:
-            template = self.template("tools/call", version, modern, is_error=False)
-            error_template = self.template("tools/call", version, modern, is_error=True)
-        except Exception:  # an SDK this module does not know: the SDK answers everything
-            logger.warning("MCP fast path disabled: cannot build response templates", exc_info=True)
-            self.enabled = False
+        templates = self.templates_for(version, modern)
+        if templates is None:
             return False
+        template, error_template = templates
         hook_app = self.hook_app
         context = call_context(spec, scope, request_id, "guard")
         if problem is not None:
@@ -561,107 +458,84 @@ class FastPath:
         body_out = (error_template if answered.is_error else template).render(
             request_id, answered.text
         )
-        length = (b"content-length", b"%d" % len(body_out))
-        raw = [length, _JSON_TYPE] if modern else [_JSON_TYPE, length]
-        await send({"type": "http.response.start", "status": 200, "headers": raw})
-        await send({"type": "http.response.body", "body": body_out})
+        await _send(send, body_out, modern)
         return True
 
-    def admitted(
-        self,
-        headers: dict[bytes, bytes],
-        version: str,
-        method: str,
-        spec: ToolSpec | None,
-        meta: Any,
-    ) -> bool:
-        """Whether the SDK's modern ladder (``classify_inbound_request``) admits the request
-        as ``version``, decided without it for the shape every client sends: ``_meta`` with
-        this version and the capabilities, ``Mcp-Method`` the method, ``Mcp-Name`` the tool's
-        name verbatim, a supported version. False means "ask the ladder", not "refused"."""
-        if type(meta) is not dict or meta.get(PROTOCOL_VERSION_META_KEY) != version:
-            return False
-        if CLIENT_CAPABILITIES_META_KEY not in meta or version not in _MODERN_VERSIONS:
-            return False
-        if headers.get(b"mcp-method") != method.encode():
-            return False
-        if spec is None:  # tools/list names nothing
-            return True
-        expected = self.header_names.get(spec.name)
-        return expected is not None and headers.get(b"mcp-name") == expected
-
-    def params_valid(self, method: str, version: str, params: dict[str, Any] | None) -> bool:
-        """Whether the SDK's per-version params validation accepts ``params``.
+    def params_valid(self, version: str, params: dict[str, Any]) -> bool:
+        """Whether the SDK's per-version params validation accepts a ``tools/call``'s
+        ``params``.
 
         By now ``name`` is a str naming a tool and ``arguments`` an object or absent, which the
         schema accepts whatever they hold (``arguments`` is ``dict[str, Any]``); the answer
         then depends on ``_meta`` alone, which a client sends the same on every call, so it is
         remembered, keyed by its JSON.
         """
-        key: tuple[str, str, bytes | None]
-        if params is None:
-            meta = None
-            key = (method, version, None)
-        else:
-            meta = params.get("_meta")
-            # pydantic-core's JSON of a parsed JSON value is an exact key (it tells 1, 1.0,
-            # true and "1" apart; NaN and the infinities are spelled out) and cheaper than its
-            # repr; an absent _meta and a null one differ in the probe, so in the key too
-            key = (
-                method,
-                version,
-                to_json(meta, inf_nan_mode="constants") if "_meta" in params else b"",
-            )
+        # pydantic-core's JSON of a parsed JSON value is an exact key (it tells 1, 1.0, true
+        # and "1" apart; NaN and the infinities are spelled out) and cheaper than its repr; an
+        # absent _meta and a null one differ in the probe, so in the key too
+        has_meta = "_meta" in params
+        meta = params.get("_meta")
+        key = (version, to_json(meta, inf_nan_mode="constants") if has_meta else b"")
         known = self.valid_params.get(key)
         if known is None:
-            probe: dict[str, Any] | None = params
-            if method == "tools/call":
-                probe = {"name": "t", "arguments": {}}
-                if params and "_meta" in params:
-                    probe["_meta"] = meta
+            probe: dict[str, Any] = {"name": "t", "arguments": {}}
+            if has_meta:
+                probe["_meta"] = meta
             try:
-                validate_client_request(method, version, probe)
+                validate_client_request("tools/call", version, probe)
                 known = True
             except (ValidationError, KeyError, ValueError):
                 known = False
-            if len(self.valid_params) >= _MAX_REMEMBERED:
-                self.valid_params.clear()
-            self.valid_params[key] = known
+            _remember(self.valid_params, {key: known})
         return known
 
     # -- response templates --
 
-    def template(self, method: str, version: str, modern: bool, is_error: bool) -> _Template:
-        key = (method, version, is_error)
-        found = self.templates.get(key)
+    def templates_for(self, version: str, modern: bool) -> tuple[_Template, _Template] | None:
+        """The templates of a tool's result and of its error for ``version``; None, with the
+        fast path off for good, on an SDK whose serializer this module does not know (the SDK
+        then answers everything)."""
+        found = self.templates.get(version)
         if found is None:
-            found = self.templates[key] = self._build(method, version, modern, is_error)
+            try:
+                found = (self._build(version, modern, False), self._build(version, modern, True))
+            except Exception:
+                logger.warning(
+                    "MCP fast path disabled: cannot build response templates", exc_info=True
+                )
+                self.enabled = False
+                return None
+            self.templates[version] = found
         return found
 
-    def _build(self, method: str, version: str, modern: bool, is_error: bool) -> _Template:
-        """Serialize a marked result exactly as the SDK does for this method and version."""
-        result: mt.CallToolResult | mt.ListToolsResult
-        if method == "tools/call":
-            result = ToolOutcome(_TEXT_MARK, is_error).result()
-        else:
-            result = self.list_result
+    def _build(self, version: str, modern: bool, is_error: bool) -> _Template:
+        """Serialize a marked tool result exactly as the SDK does for this version."""
+        result = ToolOutcome(_TEXT_MARK, is_error).result()
         runner = ServerRunner(self.server, Connection.from_envelope(version, None, None), None)
-        dumped = runner._serialize(method, version, result)
+        dumped = runner._serialize("tools/call", version, result)
         message = mt.JSONRPCResponse(jsonrpc="2.0", id=_ID_MARK, result=dumped)
         if modern:
             data = message.model_dump(mode="json", by_alias=True, exclude_none=True)
             body = json.dumps(data, separators=(",", ":")).encode()
         else:
             body = message.model_dump_json(by_alias=True, exclude_unset=True).encode()
-        return _Template(body, modern, has_text=method == "tools/call")
+        return _Template(body, modern)
 
 
-_CheckKey = tuple[bytes | None, bytes | None, bytes | None, bytes | None]
+def _remember(store: Any, items: Any) -> None:
+    """Add to a cache of what clients send the same on every call, bounded: a client that
+    sends something new every time empties it now and then, never grows it."""
+    if len(store) >= _MAX_REMEMBERED:
+        store.clear()
+    store.update(items)
 
 
-def _check_key(headers: dict[bytes, bytes]) -> _CheckKey:
-    get = headers.get
-    return (get(b"content-type"), get(b"accept"), get(b"host"), get(b"origin"))
+async def _send(send: Send, body: bytes, modern: bool) -> None:
+    """The response, with the headers in the order each era's transport writes them."""
+    length = (b"content-length", b"%d" % len(body))
+    headers = [length, _JSON_TYPE] if modern else [_JSON_TYPE, length]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 async def _read_body(receive: Receive, limit: int) -> tuple[bytes | None, list[Message]]:

@@ -99,7 +99,6 @@ class McpMount:
                 self.server,
                 hook_app,
                 self.tools,
-                self._list_result,
                 self.security,
                 max_body=max_body_bytes,
                 serve_fast=fast_path,
@@ -113,7 +112,7 @@ class McpMount:
 
     @property
     def fast_path(self) -> bool:
-        """Whether plain tool calls and lists are answered without the SDK's machinery: asked
+        """Whether plain tool calls are answered without the SDK's machinery: asked
         for, in the stateless JSON mode, and not turned off by an SDK it cannot mirror."""
         return self._fast is not None and self._fast.serve_fast and self._fast.enabled
 

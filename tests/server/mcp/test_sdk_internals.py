@@ -145,12 +145,6 @@ def reads_only_the_request(target: Any) -> None:
         assert target(None, request) is expected, f"says {not expected} for {content_type!r}"
 
 
-def name_bearing(target: Any) -> None:
-    # Mcp-Name is compared with params.name for tools/call, with nothing for tools/list.
-    assert target.get("tools/call") == "name", dict(target)
-    assert "tools/list" not in target, dict(target)
-
-
 def default_modern_versions(target: Any) -> None:
     from mcp.shared.inbound import classify_inbound_request
 
@@ -173,61 +167,6 @@ def read_by_proxy_tracer(target: Any) -> None:
     assert "_TRACER_PROVIDER" in inspect.getsource(ProxyTracer), "ProxyTracer no longer reads it"
 
 
-LADDER_METAS: tuple[Any, ...] = (
-    None,
-    {},
-    {"io.modelcontextprotocol/protocolVersion": "2026-07-28"},
-    {"io.modelcontextprotocol/clientCapabilities": {}},
-    {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-    },
-    {
-        "io.modelcontextprotocol/protocolVersion": "2025-11-25",
-        "io.modelcontextprotocol/clientCapabilities": {},
-    },
-    {
-        "io.modelcontextprotocol/protocolVersion": 20260728,
-        "io.modelcontextprotocol/clientCapabilities": None,
-    },
-)
-
-
-def same_ladder(target: Any) -> None:
-    """Whatever the fast path admits without the ladder, the ladder admits as that version."""
-    from mcp.shared.inbound import InboundModernRoute
-
-    from example_servers import refund_gate
-    from handler_kit.server.mcp import create_mcp_mount
-
-    fast = create_mcp_mount(refund_gate.app)._fast
-    assert fast is not None
-    admitted = 0
-    for revision in ("2026-07-28", "2025-11-25", "2099-01-01"):
-        for meta in LADDER_METAS:
-            for method in ("tools/call", "tools/list"):
-                for header_method in (method, "tools/call", None):
-                    for tool in ("refund_gate", "cite_ticket", "=?base64?cmVmdW5kX2dhdGU=?="):
-                        headers = {b"mcp-protocol-version": revision.encode()}
-                        if header_method:
-                            headers[b"mcp-method"] = header_method.encode()
-                        headers[b"mcp-name"] = tool.encode()
-                        spec = fast.tools["refund_gate"] if method == "tools/call" else None
-                        params: dict[str, Any] = {"_meta": meta} if meta is not None else {}
-                        if spec is not None:
-                            params["name"] = spec.name
-                        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
-                        if not fast.admitted(headers, revision, method, spec, meta):
-                            continue
-                        admitted += 1
-                        routing = {k.decode(): v.decode() for k, v in headers.items()}
-                        verdict = target(body, headers=routing)
-                        assert isinstance(verdict, InboundModernRoute), (body, headers, verdict)
-                        assert verdict.protocol_version == revision
-    # tools/call: its own method header (listed twice), the tool's name; tools/list: any name
-    assert admitted == 5, f"the fast path admitted {admitted} of the samples, expected 5"
-
-
 PINS = [
     Pin("mcp.server._otel", "OpenTelemetryMiddleware", only_default_middleware),
     Pin(
@@ -245,8 +184,6 @@ PINS = [
     Pin("mcp.shared._otel", "extract_trace_context", parameters("meta")),
     Pin("mcp.shared._otel", "_tracer", has_method("start_as_current_span")),
     Pin("mcp.shared.inbound", "classify_inbound_request", parameters("body", "*headers")),
-    Pin("mcp.shared.inbound", "classify_inbound_request", same_ladder),
-    Pin("mcp.shared.inbound", "NAME_BEARING_METHODS", name_bearing),
     Pin("mcp.shared.inbound", "decode_header_value", verbatim_names),
     Pin("mcp_types.version", "MODERN_PROTOCOL_VERSIONS", default_modern_versions),
     Pin("opentelemetry.trace", "_TRACER_PROVIDER", read_by_proxy_tracer),
