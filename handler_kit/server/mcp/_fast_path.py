@@ -28,7 +28,6 @@ import contextlib
 import functools
 import json
 import logging
-import re
 from collections.abc import Iterator, Mapping
 from json.encoder import encode_basestring_ascii
 from typing import Any, cast
@@ -55,6 +54,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from handler_kit.core.app import HookApp
 from handler_kit.core.vocabulary import MAX_INPUT_DEPTH, InputTooDeep, load_json
+from handler_kit.server.mcp.envelope import scan_envelope, tools_call
 from handler_kit.server.mcp.tools import (
     ToolOutcome,
     ToolSpec,
@@ -84,7 +84,6 @@ _WATCHED_HEADERS = frozenset(
 _SDK_ONLY_HEADERS = (b"mcp-session-id", b"last-event-id", b"mcp-param-")
 _ENVELOPE_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
 _CALL_PARAM_KEYS = frozenset({"name", "arguments", "_meta"})
-_MAX_SAFE_ID = 2**53
 _MAX_REMEMBERED = 1024
 _ROUTING_HEADERS = frozenset({b"mcp-protocol-version", b"mcp-method", b"mcp-name"})
 _ID_MARK = "@@handler-kit-id@@"
@@ -315,7 +314,7 @@ class FastPath:
             return False
         if era is None or type(decoded) is not dict or decoded.keys() - _ENVELOPE_KEYS:
             return False
-        call = _tools_call(decoded)
+        call = tools_call(decoded)
         if call is None or len(decoded) != 4:
             return False
         request_id, name, arguments = call
@@ -385,7 +384,7 @@ class FastPath:
           ``body`` is then its first ``max_body`` bytes), or arguments that are not an object:
           a fail-closed tool answers its safe decision, as its webhook route does, when the
           JSON-RPC ``id``, the method and ``params.name`` can be read from what was received
-          (:func:`_scan_envelope`). A runtime reads the SDK's error as "proceed".
+          (:mod:`~handler_kit.server.mcp.envelope`). A runtime reads the SDK's error as "proceed".
         - A body of the legacy era that only the standard library's parser reads (lone
           surrogate escapes such as ``"\\udc8f"``, which runtimes do send, as the webhook takes
           them; the SDK's legacy transport refuses them, its modern one reads them): any tool
@@ -403,7 +402,7 @@ class FastPath:
         found: tuple[int | str, str] | None = None
         if over:
             problem = f"body_too_large: the body is over the {self.max_body}-byte limit"
-            found = _scan_envelope(body)
+            found = scan_envelope(body)
         else:
             try:
                 decoded = from_json(body)
@@ -419,9 +418,9 @@ class FastPath:
                 except ValueError:
                     problem = "malformed_json: the body is not valid JSON"
             if problem is not None:
-                found = _scan_envelope(body)
+                found = scan_envelope(body)
             else:
-                call = _tools_call(decoded)
+                call = tools_call(decoded)
                 if call is None:
                     return False
                 request_id, name, arguments = call
@@ -583,105 +582,6 @@ def _routing_ok(headers: dict[bytes, bytes], name: str) -> bool:
         return False
     given = headers.get(b"mcp-name")
     return given is None or decode_header_value(given.decode("latin-1")) == name
-
-
-def _valid_id(value: Any) -> bool:
-    if type(value) is int:
-        return -_MAX_SAFE_ID < value < _MAX_SAFE_ID
-    return type(value) is str
-
-
-def _tools_call(decoded: Any) -> tuple[int | str, str, Any] | None:
-    """(id, tool name, arguments) of a parsed JSON-RPC ``tools/call`` request, else None."""
-    if type(decoded) is not dict or decoded.get("jsonrpc") != "2.0":
-        return None
-    if decoded.get("method") != "tools/call" or not _valid_id(decoded.get("id")):
-        return None
-    params = decoded.get("params")
-    if type(params) is not dict or type(params.get("name")) is not str:
-        return None
-    return decoded["id"], params["name"], params.get("arguments")
-
-
-# A JSON text cut into its tokens, whatever comes after a bad one: a string, one of the
-# structural characters, or a run of anything else (a number, a literal, or garbage). A string
-# cut short by the end of the text is no token.
-_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|[^\s{}\[\]:,"]+', re.DOTALL)
-_ENVELOPE_FOUND = frozenset({"id", "method", "name"})
-
-
-def _scan_envelope(data: bytes) -> tuple[int | str, str] | None:
-    """The ``id`` and ``params.name`` of a JSON-RPC ``tools/call`` read from the start of a
-    body that does not parse as a whole (invalid inside its arguments, nested too deep, or
-    cut at the body cap), or None when they (and the method) are not all there, whole.
-
-    Values of other members (``arguments``, ``_meta``) are skipped by their brackets and
-    strings, never parsed: what is wrong with the body is inside them. A value at the very end
-    of ``data`` is not taken (a number cut by the cap would be another id).
-    """
-    text = data.decode("utf-8", "replace")
-    tokens = (match.group() for match in _TOKENS.finditer(text))
-    found: dict[str, Any] = {}
-
-    def skip(first: str) -> None:
-        if first not in ("{", "["):
-            return
-        depth = 1
-        for token in tokens:
-            if token in ("{", "["):
-                depth += 1
-            elif token in ("}", "]"):
-                depth -= 1
-                if depth == 0:
-                    return
-
-    def scalar(token: str) -> Any:
-        try:
-            return json.loads(token)
-        except ValueError:
-            return None
-
-    def members(names: frozenset[str], into: str | None) -> bool:
-        """Read an object's members (its ``{`` read): the scalars named, and ``params``'
-        members when ``into`` names it. False when the text ends first."""
-        while True:
-            key = next(tokens, None)
-            if key is None:
-                return False
-            if key == "}":
-                return True
-            if key == ",":
-                continue
-            if next(tokens, None) != ":":
-                return False
-            first = next(tokens, None)
-            if first is None:
-                return False
-            name = scalar(key) if key.startswith('"') else None
-            if name == into and first == "{":
-                if not members(frozenset({"name"}), None):
-                    return False
-            elif name in names and first not in ("{", "["):
-                after = next(tokens, None)
-                if after is None:  # the value may be cut short: not taken
-                    return False
-                found[name] = scalar(first)
-                if after == "}":
-                    return True
-            else:
-                skip(first)
-            if found.keys() >= _ENVELOPE_FOUND:
-                return True
-
-    if next(tokens, None) != "{":
-        return None
-    members(frozenset({"jsonrpc", "id", "method"}), "params")
-    if not found.keys() >= _ENVELOPE_FOUND or found["method"] != "tools/call":
-        return None
-    if found.get("jsonrpc", "2.0") != "2.0" or not _valid_id(found["id"]):
-        return None
-    name = found["name"]
-    return (found["id"], name) if type(name) is str else None
 
 
 def _replay(messages: list[Message], receive: Receive) -> Receive:
