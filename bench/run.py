@@ -36,6 +36,7 @@ from bench.complexity import summary as complexity_summary
 from bench.loadgen import LoadError, LoadGenerator, ensure_wrk
 from bench.procs import ROOT, Pinning, Server, ServerError, child_env, free_port, get, post
 from bench.procs import handler_kit_argv as hk_argv
+from bench.speed_lines import summary as speed_lines_summary
 
 HERE = Path(__file__).resolve().parent
 APP = "example_servers.refund_gate:app"
@@ -1289,6 +1290,7 @@ def main(argv: list[str] | None = None) -> int:
     print_report(result)
     # the code's own row: deterministic, so printed from the tree as it is, not stored per run
     log(complexity_summary())
+    log(speed_lines_summary())
     log(f"wrote {args.out / 'latest.json'}")
     if not args.no_chart:
         problem = write_chart(result, args.out / "latest.png")

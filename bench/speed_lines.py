@@ -2,10 +2,12 @@
 
 Code that exists only to make an answer cheaper (a second way to do what the general path
 already does) lives in a module whose file name starts with ``_fast``: the fenced MCP fast path,
-``handler_kit/server/mcp/_fast_path.py``, and core's ``_fast_steps.py`` (an async handler's
-first step run inline). ``python -m bench.speed_lines`` lists each such module with its
-physical lines and its source lines (radon's raw SLOC: no blank, comment or docstring line),
-then one line, the total against the target, which ``make bench`` prints too.
+``handler_kit/server/mcp/_fast_path.py``, and ``handler_kit/core/_fast_coroutines.py`` (an
+async handler that cannot suspend is awaited without a timer; a command hook's answer that
+cannot suspend is driven without an event loop). ``python -m bench.speed_lines`` lists each
+such module with its physical lines and its source lines (radon's raw SLOC: no blank, comment
+or docstring line), then one line, the total against the target, which ``make bench`` prints
+too.
 
 The count is only as good as the convention: code written for speed outside a ``_fast`` module
 is not seen here, which is why every such module says what it duplicates and why.
