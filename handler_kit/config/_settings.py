@@ -727,7 +727,7 @@ SETTINGS: tuple[Setting, ...] = (
     S("HANDLER_KIT_MCP_SSE", "server", "mcp_sse", parse_flag,
       "answer MCP requests as Server-Sent Events instead of one JSON body", "0"),
     S("HANDLER_KIT_MCP_FAST_PATH", "server", "mcp_fast_path", parse_flag,
-      "answer plain MCP tool calls and lists without the SDK's per-request machinery", "1"),
+      "answer plain MCP tool calls without the SDK's per-request machinery", "1"),
     S("HANDLER_KIT_MCP_PATH", "server", "mcp_path", parse_str,
       "the path of the MCP endpoint (its hook tools): another path keeps them off an MCP "
       "integration that uses /mcp", DEFAULT_MCP_PATH),
