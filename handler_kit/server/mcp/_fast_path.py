@@ -92,7 +92,6 @@ _UNTRACED = (ProxyTracerProvider, NoOpTracerProvider)
 _JSON_TYPE = (b"content-type", b"application/json")
 _HANDSHAKE_VERSIONS = frozenset(v.encode("latin-1") for v in HANDSHAKE_PROTOCOL_VERSIONS)
 _MODERN_VERSIONS = frozenset(MODERN_PROTOCOL_VERSIONS)
-_CHECKED_HEADERS = (b"content-type", b"accept", b"host", b"origin")
 
 
 def _tracer_provider() -> object:
@@ -179,11 +178,11 @@ class FastPath:
             self.enabled = False
         self.templates: dict[str, tuple[_Template, _Template]] = {}
         # Answers that depend on what a client sends the same on every call, so remembered:
-        # the SDK's verdict on each (content type, accept, host, origin); the params
-        # validation's on each _meta; header names seen that are none of the SDK's own
-        # (sessions, resumption, Mcp-Param-*).
+        # the SDK's verdict on each (content type, accept, host, origin) and on each call's
+        # routing headers, name and _meta (:meth:`admitted`); header names seen that are
+        # none of the SDK's own (sessions, resumption, Mcp-Param-*).
         self.checked: dict[tuple[bytes | None, ...], bool] = {}
-        self.valid_params: dict[tuple[str, bytes], bool] = {}
+        self.admissions: dict[tuple[Any, ...], str | None] = {}
         self.plain_names: set[bytes] = set()
         # The server's cap, which the mount gives the session manager too: a body over it
         # goes to the SDK, which refuses it before reading it.
@@ -193,7 +192,10 @@ class FastPath:
         """Answer the request here when this path can, otherwise hand it to ``sdk``."""
         if self.enabled and scope["type"] == "http" and scope["method"] == "POST" and self.usable():
             headers = self.headers_ok(scope)
-            if headers is not None and await self.sdk_allows(headers):
+            # a verdict known to pass costs one lookup, not a coroutine
+            if headers is not None and (
+                self.checked.get(key := _check_key(headers)) or await self.sdk_allows(key)
+            ):
                 message = await receive()
                 if message["type"] == "http.request" and not message.get("more_body", False):
                     # the whole body in one message: what a client's small POST arrives as
@@ -284,15 +286,15 @@ class FastPath:
                 return None
         return found
 
-    async def sdk_allows(self, headers: dict[bytes, bytes]) -> bool:
+    async def sdk_allows(self, key: tuple[bytes | None, ...]) -> bool:
         """Whether the SDK's header checks pass (one that does not is the SDK's to refuse,
-        with its own status and message), asked once per (content type, accept, host,
-        origin); the length is the caller's to check (a body over the cap may still be
-        :meth:`guard`'s)."""
-        key = tuple(map(headers.get, _CHECKED_HEADERS))
+        with its own status and message), asked once per ``key``, the (content type, accept,
+        host, origin) sent; the length is the caller's to check (a body over the cap may
+        still be :meth:`guard`'s)."""
         known = self.checked.get(key)
         if known is None:
-            sent = [(h, value) for h, value in zip(_CHECKED_HEADERS, key, strict=True) if value]
+            names = (b"content-type", b"accept", b"host", b"origin")
+            sent = [(name, value) for name, value in zip(names, key, strict=True) if value]
             request = Request({"type": "http", "method": "POST", "headers": sent})
             known = await self.security.validate_request(request, is_post=True) is None
             # JSON responses: JSON alone is required
@@ -324,19 +326,10 @@ class FastPath:
             return False
         if not (arguments is None or type(arguments) is dict):
             return False
-        version, modern = era
+        modern = era[1]
         meta = params.get("_meta")
-        if modern:  # the SDK's own validation ladder, with the routing headers as it reads them
-            routing = {
-                key.decode(): value.decode("latin-1")
-                for key, value in headers.items()
-                if key in _ROUTING_HEADERS
-            }
-            verdict = classify_inbound_request(decoded, headers=routing)
-            if not isinstance(verdict, InboundModernRoute):
-                return False
-            version = verdict.protocol_version
-        if not self.params_valid(version, params):
+        version = self.admitted(headers, era, decoded, meta)
+        if version is None:
             return False
         templates = self.templates_for(version, modern)
         if templates is None:
@@ -371,7 +364,8 @@ class FastPath:
                     span.set_status(StatusCode.ERROR)
                 else:
                     body_out = template.render(request_id, outcome.text)
-        await _send(send, body_out, modern)
+        await send(_start(body_out, modern))
+        await send({"type": "http.response.body", "body": body_out})
         return True
 
     async def guard(
@@ -457,36 +451,61 @@ class FastPath:
         body_out = (error_template if answered.is_error else template).render(
             request_id, answered.text
         )
-        await _send(send, body_out, modern)
+        await send(_start(body_out, modern))
+        await send({"type": "http.response.body", "body": body_out})
         return True
 
-    def params_valid(self, version: str, params: dict[str, Any]) -> bool:
-        """Whether the SDK's per-version params validation accepts a ``tools/call``'s
-        ``params``.
+    def admitted(
+        self,
+        headers: dict[bytes, bytes],
+        era: tuple[str, bool],
+        decoded: dict[str, Any],
+        meta: Any,
+    ) -> str | None:
+        """The protocol version the SDK answers a ``tools/call`` in, or None when it refuses
+        the call: its validation ladder of the modern era (``classify_inbound_request``) or its
+        per-version params validation.
 
         By now ``name`` is a str naming a tool and ``arguments`` an object or absent, which the
-        schema accepts whatever they hold (``arguments`` is ``dict[str, Any]``); the answer
-        then depends on ``_meta`` alone, which a client sends the same on every call, so it is
-        remembered, keyed by its JSON.
+        schema accepts whatever they hold (``arguments`` is ``dict[str, Any]``), and the ladder
+        does not read them: both verdicts depend on the routing headers, the name and
+        ``_meta`` alone, which a client sends the same on every call, so they are asked once
+        per (routing headers, name, ``_meta``) and remembered.
         """
+        params = decoded["params"]
         # pydantic-core's JSON of a parsed JSON value is an exact key (it tells 1, 1.0, true
         # and "1" apart; NaN and the infinities are spelled out) and cheaper than its repr; an
-        # absent _meta and a null one differ in the probe, so in the key too
+        # absent _meta and a null one differ to the SDK, so in the key too
         has_meta = "_meta" in params
-        meta = params.get("_meta")
-        key = (version, to_json(meta, inf_nan_mode="constants") if has_meta else b"")
-        known = self.valid_params.get(key)
-        if known is None:
+        get = headers.get
+        key = (
+            get(b"mcp-protocol-version"),
+            get(b"mcp-method"),
+            get(b"mcp-name"),
+            params["name"],
+            to_json(meta, inf_nan_mode="constants") if has_meta else b"",
+        )
+        if key in self.admissions:
+            return self.admissions[key]
+        version: str | None = era[0]
+        if era[1]:  # the ladder, with the routing headers as the transport gives them
+            routing = {
+                name.decode(): value.decode("latin-1")
+                for name, value in headers.items()
+                if name in _ROUTING_HEADERS
+            }
+            verdict = classify_inbound_request(decoded, headers=routing)
+            version = verdict.protocol_version if isinstance(verdict, InboundModernRoute) else None
+        if version is not None:
             probe: dict[str, Any] = {"name": "t", "arguments": {}}
             if has_meta:
                 probe["_meta"] = meta
             try:
                 validate_client_request("tools/call", version, probe)
-                known = True
             except (ValidationError, KeyError, ValueError):
-                known = False
-            _remember(self.valid_params, {key: known})
-        return known
+                version = None
+        _remember(self.admissions, {key: version})
+        return version
 
     # -- response templates --
 
@@ -521,6 +540,11 @@ class FastPath:
         return _Template(body, modern)
 
 
+def _check_key(headers: dict[bytes, bytes]) -> tuple[bytes | None, ...]:
+    get = headers.get
+    return (get(b"content-type"), get(b"accept"), get(b"host"), get(b"origin"))
+
+
 def _remember(store: Any, items: Any) -> None:
     """Add to a cache of what clients send the same on every call, bounded: a client that
     sends something new every time empties it now and then, never grows it."""
@@ -529,12 +553,11 @@ def _remember(store: Any, items: Any) -> None:
     store.update(items)
 
 
-async def _send(send: Send, body: bytes, modern: bool) -> None:
-    """The response, with the headers in the order each era's transport writes them."""
+def _start(body: bytes, modern: bool) -> Message:
+    """The response's start, with the headers in the order each era's transport writes them."""
     length = (b"content-length", b"%d" % len(body))
     headers = [length, _JSON_TYPE] if modern else [_JSON_TYPE, length]
-    await send({"type": "http.response.start", "status": 200, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    return {"type": "http.response.start", "status": 200, "headers": headers}
 
 
 async def _read_body(receive: Receive, limit: int) -> tuple[bytes | None, list[Message]]:
