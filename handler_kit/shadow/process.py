@@ -12,6 +12,7 @@ Whatever the candidate prints goes to stderr (the server's log); stdout carries 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 import time
@@ -119,10 +120,25 @@ async def answer_all(candidate: HookApp, jobs: list[Job]) -> list[Result]:
     return list(await asyncio.gather(*(answer(candidate, job) for job in jobs)))
 
 
+def _stand_back() -> None:
+    """Run at the lowest priority an unprivileged process can take, so that the candidate
+    only uses CPU the server leaves idle: its process inherits the server's CPU affinity (an
+    operator's ``taskset`` or cgroup), and at a normal priority it would share the server's
+    core as an equal, every request arriving while it runs waiting for the scheduler's next
+    turn. ``SCHED_IDLE`` (Linux) is preempted at once when the server wakes; elsewhere the
+    nicest ``nice``. A candidate starved this way falls behind, and the bound sheds its work."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError):
+        with contextlib.suppress(OSError):
+            os.nice(19)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from handler_kit.core.loader import LoadError, load_app
 
     args = list(sys.argv[1:] if argv is None else argv)
+    _stand_back()
     frames_out = os.dup(1)
     os.dup2(2, 1)  # the candidate's prints go to the log, never into a frame
     try:
