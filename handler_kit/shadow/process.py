@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import sys
 import time
 from collections.abc import Sequence
 from typing import Any
+
+from pydantic import ValidationError
 
 from handler_kit.core.app import HookApp
 from handler_kit.core.events import HookEvent
@@ -26,10 +29,19 @@ from handler_kit.core.vocabulary import Handler, Invocation
 from handler_kit.ops.audit.capture import invocation_decision
 from handler_kit.ops.audit.process import read_frame, write_frame
 
-# One answered event, as the server sends it: (sequence number, the event, the route's
+# One answered event, as the server sends it: (sequence number, the event (or its model and
+# the webhook body it was read from: see received), the route's
 # handler name or None for every matching one, the enforced output, whether it failed, each
 # enforced handler's view (see handler_view), the monotonic time past which it is given up).
-Job = tuple[int, HookEvent, str | None, dict[str, Any], bool, list[tuple[Any, ...]], float]
+Job = tuple[
+    int,
+    HookEvent | tuple[type[HookEvent], bytes],
+    str | None,
+    dict[str, Any],
+    bool,
+    list[tuple[Any, ...]],
+    float,
+]
 # The result: (sequence number, kind: agree, disagree, timeout, skipped or expired, agrees,
 # [(handler, agrees)], the candidate's output, whether it failed, its handlers' values as the
 # audit trail records them, time.time_ns() when it answered).
@@ -77,8 +89,23 @@ def handlers_for(candidate: HookApp, route: str | None, event: HookEvent) -> lis
     return [handler]
 
 
+def received(event: HookEvent | tuple[type[HookEvent], bytes]) -> HookEvent:
+    """The enforced app's event: sent as is, or as its model and the webhook body it was
+    read from, read here again as the webhook read it (in one pass, or, for JSON that
+    pydantic-core refuses and the standard library reads, such as a lone surrogate escape,
+    from the standard library's reading)."""
+    if not isinstance(event, tuple):
+        return event
+    model, body = event
+    try:
+        return model.model_validate_json(body)
+    except ValidationError:
+        return model.model_validate(json.loads(body))
+
+
 async def answer(candidate: HookApp, job: Job) -> Result:
-    seq, event, route, output, failed, views, deadline = job
+    seq, sent, route, output, failed, views, deadline = job
+    event = received(sent)
     empty: Result = (seq, "", False, [], {}, False, (), time.time_ns())
     left = deadline - time.monotonic()
     if left <= 0:

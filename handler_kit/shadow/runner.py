@@ -82,21 +82,22 @@ _PENDING: contextvars.ContextVar[_Pending | None] = contextvars.ContextVar(
 
 
 class _Job:
-    __slots__ = ("answer", "at", "decision_id", "principal", "route", "transport")
+    __slots__ = ("answer", "at", "body", "decision_id", "principal", "route", "transport")
 
     def __init__(
         self,
         answer: Answer,
         route: str | None,
-        decision_id: str | None,
         transport: str,
-        principal: str | None,
+        context: dict[str, Any],
     ) -> None:
         self.answer = answer
         self.route = route
-        self.decision_id = decision_id
+        self.decision_id: str | None = context.get(DECISION_ID)
         self.transport = transport
-        self.principal = principal
+        self.principal: str | None = context.get("principal")
+        # the webhook's input as received: the candidate reads the event from it again
+        self.body: bytes | None = context.get("body") if transport == "webhook" else None
         self.at = time.monotonic()
 
 
@@ -219,13 +220,9 @@ class Shadow:
         if pending is not None and pending.open:
             if route is None:
                 route = pending.route
-            pending.job = _Job(
-                answer, route, context.get(DECISION_ID), transport, context.get("principal")
-            )
+            pending.job = _Job(answer, route, transport, context)
             return
-        self._submit(
-            _Job(answer, route, context.get(DECISION_ID), transport, context.get("principal"))
-        )
+        self._submit(_Job(answer, route, transport, context))
 
     def begin(self, route: str | None) -> contextvars.Token[_Pending | None]:
         """Open a request: ``route`` names the one handler it runs (``POST /hooks/{name}``),
@@ -309,7 +306,10 @@ class Shadow:
         name = answer.event.hook_event_name
         views = [handler_view(inv, name) for inv in answer.invocations]
         deadline = job.at + self.timeout
-        return (seq, answer.event, job.route, answer.output, answer.failed, views, deadline)
+        # the body is sent as received when there is one: pickling it is a copy, pickling the
+        # event a walk of every field, on the server's loop
+        event = answer.event if job.body is None else (type(answer.event), job.body)
+        return (seq, event, job.route, answer.output, answer.failed, views, deadline)
 
     def _lost(self, seqs: list[int]) -> None:
         """Sent to a candidate process that ended: counted as shed (``lost``)."""

@@ -17,7 +17,11 @@ import pytest
 
 from tests.shadow.apps import GATE_SECONDS
 from tests.shadow.support import (
+    ENFORCED as ENFORCED_AS_CANDIDATE,
+)
+from tests.shadow.support import (
     HEADERS,
+    ROUTES,
     Sent,
     metric,
     percentile,
@@ -225,3 +229,27 @@ def test_the_candidate_takes_only_idle_cpu_and_the_server_runs_no_shadow_thread(
                 assert os.sched_getscheduler(candidates[0]) == os.SCHED_IDLE
             threads.append(_threads(server.proc.pid))
     assert threads[1] == threads[0]
+
+
+def test_the_candidate_reads_the_webhook_input_as_the_server_did() -> None:
+    """The candidate gets the webhook's body as received and reads the event from it again:
+    an input that pydantic-core refuses and the standard library reads (a lone surrogate
+    escape, seen in captured prompts) is answered by the candidate as by the server. The
+    candidate here is the enforced app itself, so every answer agrees."""
+    bodies = [
+        b'{"hook_event_name":"PreToolUse","session_id":"s","transcript_path":"/t",'
+        b'"cwd":"/w","tool_name":"Bash","tool_input":{"command":"rm -rf \\udc8f"},'
+        b'"tool_use_id":"toolu_%d"}' % number
+        for number in range(4)
+    ]
+    with served(ENFORCED_AS_CANDIDATE) as (_, url):
+        with httpx.Client(base_url=url, headers=HEADERS, timeout=30) as http:
+            for number, body in enumerate(bodies):
+                path = ROUTES[number % 2]
+                answer = http.post(path, content=body)
+                assert answer.status_code == 200
+                assert answer.json()["hookSpecificOutput"]["permissionDecision"] == "deny"
+        answers = "handler_kit_shadow_answers_total"
+        assert wait_for_metric(url, answers, 4) == 4
+        assert metric(url, answers, result="agree") == 4
+        assert metric(url, "handler_kit_shadow_shed_total") == 0
