@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from handler_kit.replay.classify import VERDICTS, Difference
-from handler_kit.replay.run import Outcome
+from handler_kit.replay.run import Crash, Outcome
 
 # How each apart-reported reason is said in the totals
 NOT_REPLAYED_WORDS = {
@@ -40,8 +40,12 @@ class Summary:
     )
     changed: list[Outcome] = field(default_factory=list)  # every decision not unchanged
     apart: list[Outcome] = field(default_factory=list)  # the first of those not replayed
+    # each crash of a candidate handler -> the decisions it took part in (the key kept is the
+    # first one seen, with its message)
+    crashes: Counter[Crash] = field(default_factory=Counter)
 
     def add(self, outcome: Outcome) -> None:
+        self.crashes.update(outcome.crashes)
         if outcome.verdict is None:
             kind = outcome.not_replayed or "incomplete"
             self.not_replayed[kind] += 1
@@ -113,6 +117,11 @@ def text_report(summary: Summary) -> str:
             for outcome, differences in summary.shown.get((name, verdict), []):
                 lines.append(f"  {verdict.upper():<9} {header(outcome)}")
                 lines.extend(f"            {d}" for d in differences)
+    if summary.crashes:
+        if lines:
+            lines.append("")
+        lines.append("crashed (each traceback logged once; the failure policy answered):")
+        lines.extend(f"  {line}" for line in crash_lines(summary))
     if summary.not_replayed:
         if lines:
             lines.append("")
@@ -126,6 +135,19 @@ def text_report(summary: Summary) -> str:
     return "\n".join(lines) + "\n"
 
 
+def crash_lines(summary: Summary) -> list[str]:
+    """``refund_gate: RuntimeError at gate.py:26 on 9,998 decisions: the service is down``,
+    the most frequent first."""
+    return [
+        f"{crash} on {_decisions(count)}: {crash.message}"
+        for crash, count in summary.crashes.most_common()
+    ]
+
+
+def _decisions(count: int) -> str:
+    return f"{count:,} decision{'s' * (count != 1)}"
+
+
 def json_report(summary: Summary) -> bytes:
     data: dict[str, Any] = {
         "replayed": summary.replayed,
@@ -136,6 +158,16 @@ def json_report(summary: Summary) -> bytes:
             name: {v: counts[v] for v in VERDICTS}
             for name, counts in sorted(summary.handlers.items())
         },
+        "crashes": [
+            {
+                "handler": crash.handler,
+                "exception": crash.exception,
+                "location": crash.location,
+                "message": crash.message,
+                "decisions": count,
+            }
+            for crash, count in summary.crashes.most_common()
+        ],
         "decisions": [_outcome_json(o) for o in summary.changed],
         "apart": [
             {**_identity(o), "not_replayed": o.not_replayed, "why": o.why} for o in summary.apart
@@ -199,6 +231,9 @@ def junit_report(summary: Summary, *, allow_loosening: bool = False) -> bytes:
     ET.SubElement(suite, "testcase", classname="unchanged", name=f"{unchanged} unchanged")
     tests = len(summary.changed) + sum(len(r) for r in summary.reasons.values()) + 1
     skipped = sum(len(r) for r in summary.reasons.values())
+    if summary.crashes:  # beside the decisions, which already count its answers
+        lines = "\n".join(crash_lines(summary))
+        ET.SubElement(suite, "system-err").text = f"crashed (each traceback logged once):\n{lines}"
     for element in (root, suite):
         element.set("tests", str(tests))
         element.set("failures", str(failures))

@@ -336,3 +336,84 @@ def test_a_candidate_that_crashes_is_shown_failing(
         line.startswith('            error: was none, now "RuntimeError: the limit service is down')
         for line in lines
     )
+
+
+def test_each_crash_is_logged_once_and_counted(tmp_path: Path) -> None:
+    refunds = [
+        decision_record(old_app, TRAFFIC[0][1] | {"tool_input": {"amount": 640 + n}}, n)
+        if n % 3
+        else decision_record(old_app, TRAFFIC[1][1] | {"tool_use_id": f"t{n}"}, n)
+        for n in range(300)
+    ]
+    log = write_jsonl(tmp_path / "crashes.jsonl", refunds)
+    lines = Path(apps.__file__).read_text().splitlines()
+    raised = "tests/replay/apps.py:{}".format
+    runtime_at = raised(
+        next(n for n, line in enumerate(lines, 1) if "raise RuntimeError(f" in line)
+    )
+    key_at = raised(next(n for n, line in enumerate(lines, 1) if '["limit"]' in line))
+    argv = [str(HANDLER_KIT), "replay", str(log), "--app", "tests.replay.apps:crashing_two_ways"]
+    report = tmp_path / "replay.json"
+    for options in ((), ("--format", "json", "--output", str(report))):
+        done = subprocess.run(
+            [*argv, *options],
+            cwd=REPO,
+            env=clean_env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr  # the failure policy denies: nothing loosened
+        # one traceback per crash, not one per decision
+        assert done.stderr.count("Traceback (most recent call last)") == 2, done.stderr
+        assert done.stderr.count("handler refund_gate failed on PreToolUse") == 2
+        assert "RuntimeError: the limit service is down (refund of 641)" in done.stderr
+        assert "KeyError: 'limit'" in done.stderr
+        out = done.stdout.splitlines()
+        at = out.index("crashed (each traceback logged once; the failure policy answered):")
+        assert out[at + 1 : at + 3] == [
+            f"  refund_gate: RuntimeError at {runtime_at} on 200 decisions: "
+            "the limit service is down (refund of 641)",
+            f"  refund_gate: KeyError at {key_at} on 100 decisions: 'limit'",
+        ]
+        # the crashed answers are the failure policy's, counted as verdicts as before
+        assert out[-1] == (
+            "decisions: 300 replayed: 0 unchanged, 100 tightened, 0 loosened, 200 changed"
+        )
+    crashes = json.loads(report.read_text())["crashes"]
+    assert crashes == [
+        {
+            "handler": "refund_gate",
+            "exception": "RuntimeError",
+            "location": runtime_at,
+            "message": "the limit service is down (refund of 641)",
+            "decisions": 200,
+        },
+        {
+            "handler": "refund_gate",
+            "exception": "KeyError",
+            "location": key_at,
+            "message": "'limit'",
+            "decisions": 100,
+        },
+    ]
+    junit = tmp_path / "replay.xml"
+    done = subprocess.run(
+        [*argv, "--format", "junit", "--output", str(junit)],
+        cwd=REPO,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.stderr.count("Traceback (most recent call last)") == 2
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None
+    system_err = suite.find("system-err")
+    assert system_err is not None
+    assert (system_err.text or "").splitlines() == [
+        "crashed (each traceback logged once):",
+        f"refund_gate: RuntimeError at {runtime_at} on 200 decisions: "
+        "the limit service is down (refund of 641)",
+        f"refund_gate: KeyError at {key_at} on 100 decisions: 'limit'",
+    ]
