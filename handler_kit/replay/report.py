@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +44,9 @@ class Summary:
     # each crash of a candidate handler -> the decisions it took part in (the key kept is the
     # first one seen, with its message)
     crashes: Counter[Crash] = field(default_factory=Counter)
+    # why nothing was replayed (:func:`nothing_replayed`), when nothing was: set by the caller,
+    # which alone knows the source and the filters
+    nothing: str | None = None
 
     def add(self, outcome: Outcome) -> None:
         self.crashes.update(outcome.crashes)
@@ -84,6 +88,31 @@ class Summary:
         if apart:
             line += f"; not replayed: {', '.join(apart)}"
         return line
+
+
+def nothing_replayed(
+    summary: Summary, source: str, total: int | None, filters: Sequence[str] = ()
+) -> str | None:
+    """Why a replay that replayed nothing proves nothing, in one line, with the count of each
+    reason (None when something was replayed): ``total``, the decisions the source holds (the
+    filters aside); ``filters``, the options that chose among them (``--event``...)."""
+    if summary.replayed:
+        return None
+    apart = summary.not_replayed.total()
+    if not total and not apart:
+        return f"nothing was replayed, so nothing was checked: {source} holds no decisions"
+    total = max(total or 0, apart)
+    reasons = [
+        f"{summary.not_replayed[kind]} {words}"
+        for kind, words in NOT_REPLAYED_WORDS.items()
+        if summary.not_replayed[kind]
+    ]
+    if total > apart:
+        reasons.append(f"{total - apart} left out by {', '.join(filters) or 'the filters'}")
+    return (
+        "nothing was replayed, so nothing was checked: "
+        f"{total} decision{'s' * (total != 1)} in {source}, {', '.join(reasons)}"
+    )
 
 
 def header(outcome: Outcome) -> str:
@@ -154,6 +183,7 @@ def json_report(summary: Summary) -> bytes:
         **{v: summary.verdicts[v] for v in VERDICTS},
         "not_replayed": {k: summary.not_replayed[k] for k in NOT_REPLAYED_WORDS},
         "loosened_any": summary.loosened,
+        "nothing_replayed": summary.nothing,
         "handlers": {
             name: {v: counts[v] for v in VERDICTS}
             for name, counts in sorted(summary.handlers.items())
@@ -206,7 +236,8 @@ def _outcome_json(outcome: Outcome) -> dict[str, Any]:
 def junit_report(summary: Summary, *, allow_loosening: bool = False) -> bytes:
     """One ``testcase`` per changed decision (a loosened one a ``failure`` unless loosening is
     allowed) and one per decision reported apart (``skipped``, with why), then one that passes
-    for the unchanged ones, so the totals add up."""
+    for the unchanged ones, so the totals add up; when nothing was replayed, one more that
+    fails, saying why."""
     root = ET.Element("testsuites", name="handler-kit replay")
     suite = ET.SubElement(root, "testsuite", name="handler-kit replay")
     failures = 0
@@ -230,6 +261,11 @@ def junit_report(summary: Summary, *, allow_loosening: bool = False) -> bytes:
     unchanged = summary.verdicts["unchanged"]
     ET.SubElement(suite, "testcase", classname="unchanged", name=f"{unchanged} unchanged")
     tests = len(summary.changed) + sum(len(r) for r in summary.reasons.values()) + 1
+    if summary.nothing is not None:  # a gate that checked nothing fails, as its exit status
+        failures += 1
+        tests += 1
+        case = ET.SubElement(suite, "testcase", classname="nothing replayed", name="replayed")
+        ET.SubElement(case, "failure", message=summary.nothing)
     skipped = sum(len(r) for r in summary.reasons.values())
     if summary.crashes:  # beside the decisions, which already count its answers
         lines = "\n".join(crash_lines(summary))
