@@ -205,6 +205,8 @@ class _CrashLog(logging.Filter):
         if crash in self.logged:
             return False
         self.logged.add(crash)
+        # so that a reader of the log does not take it for the only one
+        record.msg = f"{record.msg} (logged once in a replay: the report counts the decisions)"
         return True
 
     def _crash(self, record: logging.LogRecord) -> Crash | None:

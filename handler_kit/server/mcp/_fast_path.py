@@ -177,8 +177,8 @@ class _SdkChecks:
 
     def __init__(self, security: TransportSecuritySettings) -> None:
         self.middleware = sdk_security.TransportSecurityMiddleware(security)
-        # the middleware logs on its module's logger (added once: addFilter keeps one copy)
-        logging.getLogger(sdk_security.__name__).addFilter(_QUIET_WHILE_ASKING)
+        # the middleware's refusals are logged on its module's logger (addFilter adds it once)
+        sdk_security.logger.addFilter(_QUIET_WHILE_ASKING)
         self.accepts = sdk_http.check_accept_headers
         # a method of the transport that reads nothing of it but the request
         check = sdk_http.StreamableHTTPServerTransport._check_content_type
