@@ -23,6 +23,7 @@ itself off with a warning and the SDK serves every request.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import json
 import logging
@@ -148,6 +149,24 @@ def _ascii_json(value: int | str) -> bytes:
     return str(value).encode()
 
 
+# Set while the fast path asks the SDK's checks (:meth:`_SdkChecks.allow`), in that task only.
+_ASKING: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "mcp_fast_path_asking", default=False
+)
+
+
+class _QuietWhileAsking(logging.Filter):
+    """Drops what the SDK's header checks log (an invalid Host or Origin) while the fast path
+    asks them. A request they refuse goes on to the SDK, whose own check logs it: without this
+    the first request from a bad Host would be logged twice, once for each asking."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not _ASKING.get()
+
+
+_QUIET_WHILE_ASKING = _QuietWhileAsking()
+
+
 class _SdkChecks:
     """The header checks the SDK's streamable HTTP transport makes of a POST, called as it
     calls them: its transport security middleware (Content-Type, then Host and Origin when
@@ -158,6 +177,8 @@ class _SdkChecks:
 
     def __init__(self, security: TransportSecuritySettings) -> None:
         self.middleware = sdk_security.TransportSecurityMiddleware(security)
+        # the middleware's refusals are logged on its module's logger (addFilter adds it once)
+        sdk_security.logger.addFilter(_QUIET_WHILE_ASKING)
         self.accepts = sdk_http.check_accept_headers
         # a method of the transport that reads nothing of it but the request
         check = sdk_http.StreamableHTTPServerTransport._check_content_type
@@ -167,7 +188,12 @@ class _SdkChecks:
         """Whether a POST with ``headers`` passes every check (one that does not is the
         SDK's to refuse, with its own status and message)."""
         request = Request({"type": "http", "method": "POST", "headers": headers})
-        if await self.middleware.validate_request(request, is_post=True) is not None:
+        asking = _ASKING.set(True)
+        try:
+            refused = await self.middleware.validate_request(request, is_post=True)
+        finally:
+            _ASKING.reset(asking)
+        if refused is not None:
             return False
         has_json, _ = self.accepts(request)  # JSON responses: JSON alone is required
         return has_json and bool(self.content_type_ok(request))
