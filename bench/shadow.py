@@ -19,8 +19,15 @@ from pathlib import Path
 
 from bench import payload
 from bench.loadgen import HERE, LoadError, LoadGenerator, LoadResult, _parse
-from bench.procs import ROOT, ServerError, get
-from bench.run import SHADOW, Side, _handler_kit_server, compare_servers, log
+from bench.procs import ROOT, Server, ServerError, free_port, get
+from bench.run import (
+    SHADOW,
+    Side,
+    _handler_kit_server,
+    compare_servers,
+    handler_kit_serve_argv,
+    log,
+)
 
 CANDIDATE = "bench.servers.shadow_candidate:app"
 CONNECTIONS = 16
@@ -70,6 +77,30 @@ def _side(key: str, label: str, args, lg: LoadGenerator, log_dir: Path, extra: l
     side = Side(key, label, args.webhook_path, payload.WEBHOOK_HEADERS, payload.EVENT_BODY)
     _handler_kit_server(
         side, f"shadow_{key}", lg, log_dir, [*args.serve_arg, *extra], {"HANDLER_KIT_METRICS": "1"}
+    )
+    return side
+
+
+def _floor_side(args, lg: LoadGenerator, log_dir: Path) -> Side:
+    """The server without a shadow, with an idle-priority busy loop beside it
+    (:mod:`bench.idle_neighbour`): what any process at the candidate's priority costs."""
+    side = Side(
+        "floor", "idle busy loop", args.webhook_path, payload.WEBHOOK_HEADERS, payload.EVENT_BODY
+    )
+    port = free_port()
+    argv = [
+        sys.executable,
+        "-m",
+        "bench.idle_neighbour",
+        *handler_kit_serve_argv(port, args.serve_arg),
+    ]
+    side.server = Server(
+        "handler_kit_shadow_floor",
+        lg.pinning.server(argv),
+        port,
+        health="/healthz",
+        env={"HANDLER_KIT_TOKENS": payload.TOKEN, "HANDLER_KIT_METRICS": "1"},
+        log_dir=log_dir,
     )
     return side
 
@@ -153,6 +184,20 @@ def run_shadow(args, lg: LoadGenerator, log_dir: Path) -> dict:
                 f"{shadowed.extra['shadow_shed']:.0f}"
             )
 
-    return compare_servers(
-        SHADOW, [base, shadowed], [CONNECTIONS], b"deny", FixedRate(lg, rate), args, before_stop
+    floor = _floor_side(args, lg, log_dir)
+    rows = compare_servers(
+        SHADOW,
+        [base, shadowed, floor],
+        [CONNECTIONS],
+        b"deny",
+        FixedRate(lg, rate),
+        args,
+        before_stop,
     )
+    # the candidate's row keeps its name; the floor's is a reference, with no target
+    out = {}
+    if f"{SHADOW}_on" in rows:
+        out[f"{SHADOW}_c{CONNECTIONS}"] = rows[f"{SHADOW}_on"]
+    if f"{SHADOW}_floor" in rows:
+        out[f"{SHADOW}_floor_c{CONNECTIONS}"] = {**rows[f"{SHADOW}_floor"], "reference": True}
+    return out

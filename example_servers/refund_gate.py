@@ -29,7 +29,7 @@ import os
 import re
 from collections.abc import Callable
 from decimal import Decimal
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from handler_kit import (
     HookApp,
@@ -174,18 +174,35 @@ def configured(name: str, default: str, read: Callable[[str], T]) -> tuple[T | N
         return None, str(exc)
 
 
-REFUND_LIMIT, LIMIT_ERROR = configured("REFUND_LIMIT", "500", read_limit)
+class LimitSettings(NamedTuple):
+    """What the gate reads from ``REFUND_LIMIT``, and what follows from it."""
+
+    limit: Decimal | None  # None when REFUND_LIMIT is malformed
+    limit_error: str | None  # what is wrong with it
+    returns_policy: str | None  # RETURNS_POLICY, or the default one, which states the limit
+    deny_reason: str  # why a refund over the limit is denied
+    config_errors: tuple[str, ...]  # every malformed setting, for HookApp(config_errors=...)
+
+
+def limit_settings(default: str) -> LimitSettings:
+    """The settings that follow from ``REFUND_LIMIT`` (``default`` when unset); the candidate
+    gate (refund_gate_candidate.py) calls it with its own default."""
+    limit, error = configured("REFUND_LIMIT", default, read_limit)
+    policy = os.environ.get("RETURNS_POLICY") or (
+        DEFAULT_POLICY.format(limit=money(limit)) if limit is not None else None
+    )
+    reason = (
+        f"Refunds over ${money(limit)} need a human approver."
+        if limit is not None
+        else f"The refund gate is misconfigured ({error}); a human approver must check "
+        "every refund."
+    )
+    errors = tuple(e for e in (error, PATTERN_ERROR) if e)
+    return LimitSettings(limit, error, policy, reason, errors)
+
+
 TICKET_PATTERN, PATTERN_ERROR = configured("TICKET_PATTERN", r"#\d+", read_ticket_pattern)
-RETURNS_POLICY = os.environ.get("RETURNS_POLICY") or (
-    DEFAULT_POLICY.format(limit=money(REFUND_LIMIT)) if REFUND_LIMIT is not None else None
-)
-CONFIG_ERRORS = tuple(error for error in (LIMIT_ERROR, PATTERN_ERROR) if error)
-DENY_REASON = (
-    f"Refunds over ${money(REFUND_LIMIT)} need a human approver."
-    if REFUND_LIMIT is not None
-    else f"The refund gate is misconfigured ({LIMIT_ERROR}); a human approver must check "
-    "every refund."
-)
+REFUND_LIMIT, LIMIT_ERROR, RETURNS_POLICY, DENY_REASON, CONFIG_ERRORS = limit_settings("500")
 
 app = HookApp(
     "refund-gate",

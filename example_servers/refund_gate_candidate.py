@@ -5,8 +5,8 @@ which the current gate lets through ungated.
 
 A second module rather than a setting: the refund gate reads its limit once, at import, so
 one process cannot hold both. The handlers keep their names, which is how replay and shadow
-pair each with the one it replaces; the reading of amounts and currencies is the current
-gate's own.
+pair each with the one it replaces; the reading of amounts and currencies, and the settings
+that follow from the limit (``limit_settings``), are the current gate's own.
 
 Serve or replay it as ``example_servers.refund_gate_candidate:app``; ``REFUND_LIMIT`` still
 overrides the limit, ``RETURNS_POLICY`` and ``TICKET_PATTERN`` work as in the current gate.
@@ -14,16 +14,10 @@ overrides the limit, ``RETURNS_POLICY`` and ``TICKET_PATTERN`` work as in the cu
 
 from __future__ import annotations
 
-import os
-
 from example_servers.refund_gate import (
-    DEFAULT_POLICY,
-    PATTERN_ERROR,
     RefundGateConfigError,
     cite_ticket,
-    configured,
-    money,
-    read_limit,
+    limit_settings,
     refund_audit_note,
     refund_problem,
 )
@@ -39,17 +33,7 @@ from handler_kit import (
 # server's refund tool as each runtime names it.
 REFUND_TOOLS = "^[Ii]ssue[-_]?[Rr]efund$|" + tool_matcher("orders", "refund")
 
-REFUND_LIMIT, LIMIT_ERROR = configured("REFUND_LIMIT", "1000", read_limit)
-RETURNS_POLICY = os.environ.get("RETURNS_POLICY") or (
-    DEFAULT_POLICY.format(limit=money(REFUND_LIMIT)) if REFUND_LIMIT is not None else None
-)
-CONFIG_ERRORS = tuple(error for error in (LIMIT_ERROR, PATTERN_ERROR) if error)
-DENY_REASON = (
-    f"Refunds over ${money(REFUND_LIMIT)} need a human approver."
-    if REFUND_LIMIT is not None
-    else f"The refund gate is misconfigured ({LIMIT_ERROR}); a human approver must check "
-    "every refund."
-)
+REFUND_LIMIT, LIMIT_ERROR, RETURNS_POLICY, DENY_REASON, CONFIG_ERRORS = limit_settings("1000")
 
 app = HookApp(
     "refund-gate",

@@ -8,7 +8,9 @@ are reported apart (record it with ``HANDLER_KIT_AUDIT_INPUT=full``).
 
 Exit status: 0 when nothing loosened (or ``--allow-loosening``), 1 when a decision or a
 handler's part in one loosened, 2 for a usage problem: bad options, a source that cannot be
-read, an app that cannot be loaded.
+read, an app that cannot be loaded; 3 when nothing was replayed (an empty source, or every
+decision reported apart or left out by the filters), which proves nothing: one line on stderr
+says why, with the count of each reason.
 """
 
 from __future__ import annotations
@@ -23,11 +25,25 @@ from typing import IO, Any
 
 from handler_kit.cli.dispatch import UsageError
 
+# The exit status of a replay that replayed nothing: neither a pass (it checked nothing) nor a
+# loosening (1) nor a usage problem (2)
+NOTHING_REPLAYED = 3
+# The options that choose decisions (Filters), by their argparse names
+_FILTERS = ("since", "until", "event", "handler", "limit")
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])")
 _SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
+EPILOG = (
+    "exit status: 0 nothing loosened (or --allow-loosening); 1 a decision, or a handler's part "
+    "in one, loosened; 2 a usage problem (options, source, app); 3 nothing was replayed (an "
+    "empty source, or every decision reported apart or left out by the filters), so nothing "
+    "was checked"
+)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = EPILOG
     parser.add_argument(
         "source",
         metavar="SOURCE",
@@ -95,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
         Replayer,
         SourceError,
         Summary,
+        nothing_replayed,
         open_source,
         write_cases,
     )
@@ -134,6 +151,10 @@ def run(args: argparse.Namespace) -> int:
                     summary.add(outcome)
             finally:
                 bar.done()
+            if not summary.replayed:  # how many the filters left out, from the whole source
+                chosen = [f"--{name}" for name in _FILTERS if getattr(args, name) is not None]
+                total = source.count(Filters())
+                summary.nothing = nothing_replayed(summary, source.name, total, chosen)
         except SourceError as exc:
             raise UsageError(str(exc)) from None
         finally:
@@ -148,6 +169,9 @@ def run(args: argparse.Namespace) -> int:
     except UsageError as exc:
         sys.stderr.write(f"handler-kit: {exc}\n")
         return 2
+    if summary.nothing is not None:
+        sys.stderr.write(f"handler-kit: {summary.nothing}\n")
+        return NOTHING_REPLAYED
     return 1 if summary.loosened and not args.allow_loosening else 0
 
 

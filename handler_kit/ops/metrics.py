@@ -167,7 +167,7 @@ class Metrics:
     def shadow_answer(
         self, event_name: str, result: str, handlers: Iterable[tuple[str, bool]]
     ) -> None:
-        """Count one candidate answer (on a shadow thread) and each handler's agreement."""
+        """Count one candidate answer and each handler's agreement."""
         event = event_name if event_name in self.events else OTHER_EVENT
         self._child(self.shadow_answers, event, result).inc()
         for handler, agrees in handlers:

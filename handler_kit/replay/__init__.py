@@ -15,12 +15,19 @@ from __future__ import annotations
 from handler_kit.replay.classify import Difference, Verdict, compare
 from handler_kit.replay.recorded import RecordedDecision, RecordedHandler, from_record
 from handler_kit.replay.regressions import CasesError, write_cases
-from handler_kit.replay.report import Summary, json_report, junit_report, text_report
-from handler_kit.replay.run import HandlerOutcome, Outcome, Replayer
+from handler_kit.replay.report import (
+    Summary,
+    json_report,
+    junit_report,
+    nothing_replayed,
+    text_report,
+)
+from handler_kit.replay.run import Crash, HandlerOutcome, Outcome, Replayer
 from handler_kit.replay.sources import Filters, Source, SourceError, open_source
 
 __all__ = [
     "CasesError",
+    "Crash",
     "Difference",
     "Filters",
     "HandlerOutcome",
@@ -36,6 +43,7 @@ __all__ = [
     "from_record",
     "json_report",
     "junit_report",
+    "nothing_replayed",
     "open_source",
     "text_report",
     "write_cases",

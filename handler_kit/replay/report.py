@@ -8,11 +8,12 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from handler_kit.replay.classify import VERDICTS, Difference
-from handler_kit.replay.run import Outcome
+from handler_kit.replay.run import Crash, Outcome
 
 # How each apart-reported reason is said in the totals
 NOT_REPLAYED_WORDS = {
@@ -40,8 +41,15 @@ class Summary:
     )
     changed: list[Outcome] = field(default_factory=list)  # every decision not unchanged
     apart: list[Outcome] = field(default_factory=list)  # the first of those not replayed
+    # each crash of a candidate handler -> the decisions it took part in (the key kept is the
+    # first one seen, with its message)
+    crashes: Counter[Crash] = field(default_factory=Counter)
+    # why nothing was replayed (:func:`nothing_replayed`), when nothing was: set by the caller,
+    # which alone knows the source and the filters
+    nothing: str | None = None
 
     def add(self, outcome: Outcome) -> None:
+        self.crashes.update(outcome.crashes)
         if outcome.verdict is None:
             kind = outcome.not_replayed or "incomplete"
             self.not_replayed[kind] += 1
@@ -82,6 +90,31 @@ class Summary:
         return line
 
 
+def nothing_replayed(
+    summary: Summary, source: str, total: int | None, filters: Sequence[str] = ()
+) -> str | None:
+    """Why a replay that replayed nothing proves nothing, in one line, with the count of each
+    reason (None when something was replayed): ``total``, the decisions the source holds (the
+    filters aside); ``filters``, the options that chose among them (``--event``...)."""
+    if summary.replayed:
+        return None
+    apart = summary.not_replayed.total()
+    if not total and not apart:
+        return f"nothing was replayed, so nothing was checked: {source} holds no decisions"
+    total = max(total or 0, apart)
+    reasons = [
+        f"{summary.not_replayed[kind]} {words}"
+        for kind, words in NOT_REPLAYED_WORDS.items()
+        if summary.not_replayed[kind]
+    ]
+    if total > apart:
+        reasons.append(f"{total - apart} left out by {', '.join(filters) or 'the filters'}")
+    return (
+        "nothing was replayed, so nothing was checked: "
+        f"{total} decision{'s' * (total != 1)} in {source}, {', '.join(reasons)}"
+    )
+
+
 def header(outcome: Outcome) -> str:
     """``evt_... 2026-05-09T07:35:25.123Z PreToolUse issue_refund {"amount": 640}``"""
     recorded = outcome.recorded
@@ -113,6 +146,11 @@ def text_report(summary: Summary) -> str:
             for outcome, differences in summary.shown.get((name, verdict), []):
                 lines.append(f"  {verdict.upper():<9} {header(outcome)}")
                 lines.extend(f"            {d}" for d in differences)
+    if summary.crashes:
+        if lines:
+            lines.append("")
+        lines.append("crashed (each traceback logged once; the failure policy answered):")
+        lines.extend(f"  {line}" for line in crash_lines(summary))
     if summary.not_replayed:
         if lines:
             lines.append("")
@@ -126,16 +164,40 @@ def text_report(summary: Summary) -> str:
     return "\n".join(lines) + "\n"
 
 
+def crash_lines(summary: Summary) -> list[str]:
+    """``refund_gate: RuntimeError at gate.py:26 on 9,998 decisions: the service is down``,
+    the most frequent first."""
+    return [
+        f"{crash} on {_decisions(count)}: {crash.message}"
+        for crash, count in summary.crashes.most_common()
+    ]
+
+
+def _decisions(count: int) -> str:
+    return f"{count:,} decision{'s' * (count != 1)}"
+
+
 def json_report(summary: Summary) -> bytes:
     data: dict[str, Any] = {
         "replayed": summary.replayed,
         **{v: summary.verdicts[v] for v in VERDICTS},
         "not_replayed": {k: summary.not_replayed[k] for k in NOT_REPLAYED_WORDS},
         "loosened_any": summary.loosened,
+        "nothing_replayed": summary.nothing,
         "handlers": {
             name: {v: counts[v] for v in VERDICTS}
             for name, counts in sorted(summary.handlers.items())
         },
+        "crashes": [
+            {
+                "handler": crash.handler,
+                "exception": crash.exception,
+                "location": crash.location,
+                "message": crash.message,
+                "decisions": count,
+            }
+            for crash, count in summary.crashes.most_common()
+        ],
         "decisions": [_outcome_json(o) for o in summary.changed],
         "apart": [
             {**_identity(o), "not_replayed": o.not_replayed, "why": o.why} for o in summary.apart
@@ -174,7 +236,8 @@ def _outcome_json(outcome: Outcome) -> dict[str, Any]:
 def junit_report(summary: Summary, *, allow_loosening: bool = False) -> bytes:
     """One ``testcase`` per changed decision (a loosened one a ``failure`` unless loosening is
     allowed) and one per decision reported apart (``skipped``, with why), then one that passes
-    for the unchanged ones, so the totals add up."""
+    for the unchanged ones, so the totals add up; when nothing was replayed, one more that
+    fails, saying why."""
     root = ET.Element("testsuites", name="handler-kit replay")
     suite = ET.SubElement(root, "testsuite", name="handler-kit replay")
     failures = 0
@@ -198,7 +261,15 @@ def junit_report(summary: Summary, *, allow_loosening: bool = False) -> bytes:
     unchanged = summary.verdicts["unchanged"]
     ET.SubElement(suite, "testcase", classname="unchanged", name=f"{unchanged} unchanged")
     tests = len(summary.changed) + sum(len(r) for r in summary.reasons.values()) + 1
+    if summary.nothing is not None:  # a gate that checked nothing fails, as its exit status
+        failures += 1
+        tests += 1
+        case = ET.SubElement(suite, "testcase", classname="nothing replayed", name="replayed")
+        ET.SubElement(case, "failure", message=summary.nothing)
     skipped = sum(len(r) for r in summary.reasons.values())
+    if summary.crashes:  # beside the decisions, which already count its answers
+        lines = "\n".join(crash_lines(summary))
+        ET.SubElement(suite, "system-err").text = f"crashed (each traceback logged once):\n{lines}"
     for element in (root, suite):
         element.set("tests", str(tests))
         element.set("failures", str(failures))

@@ -6,13 +6,22 @@ store (the server adds those; a loaded app has none), and each handler within it
 deadline. Handlers with side effects (``idempotent=True``: a ticket filed, an approval sent)
 do not run unless named: a decision one of them would take part in is reported as skipped
 rather than answered without it, which would be a guess.
+
+A candidate handler that raises is logged with its traceback by the core, once per answer; a
+replay answers thousands, so each crash (the handler, the exception's type, the line it was
+raised at) is logged the first time only, and the decisions it took part in are counted
+(:class:`Crash`, :attr:`Outcome.crashes`) for the report.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
+import os
 from collections.abc import Callable, Collection, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from types import TracebackType
 from typing import Any, Literal
 
 from handler_kit.core.app import HookApp
@@ -43,6 +52,20 @@ class HandlerOutcome:
 
 
 @dataclass(frozen=True)
+class Crash:
+    """A candidate handler that raised: the same exception type raised at the same line is the
+    same crash, whatever the input (``message``, the first one's, is not compared)."""
+
+    handler: str
+    exception: str  # the exception type's name
+    location: str  # FILE:LINE where it was raised (the traceback's innermost frame)
+    message: str = field(default="", compare=False)
+
+    def __str__(self) -> str:
+        return f"{self.handler}: {self.exception} at {self.location}"
+
+
+@dataclass(frozen=True)
 class Outcome:
     """One recorded decision, replayed (``verdict``) or not (``not_replayed`` and why)."""
 
@@ -53,6 +76,7 @@ class Outcome:
     output: dict[str, Any] | None = None  # the candidate's answer (not redacted)
     not_replayed: NotReplayed | None = None
     why: str | None = None
+    crashes: tuple[Crash, ...] = ()  # the candidate's handlers that raised on it
 
     @property
     def replayed(self) -> bool:
@@ -78,9 +102,13 @@ class Replayer:
         decisions: Iterable[RecordedDecision],
         progress: Callable[[], None] | None = None,
     ) -> Iterator[Outcome]:
-        with asyncio.Runner() as runner:
+        crashes = _CrashLog({h.name for h in self.candidate.handlers})
+        with asyncio.Runner() as runner, crashes.installed():
             for decision in decisions:
-                yield self._one(decision, runner)
+                outcome = self._one(decision, runner)
+                if crashes.current:
+                    outcome = replace(outcome, crashes=crashes.take())
+                yield outcome
                 if progress is not None:
                     progress()
 
@@ -141,3 +169,70 @@ def _recorded_aspects(handler: RecordedHandler | None) -> Any:
 
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:300]
+
+
+class _CrashLog(logging.Filter):
+    """On the core's logger while a replay runs: lets through the first traceback of each
+    :class:`Crash` and drops the rest, keeping the crashes of the decision being answered
+    (:attr:`current`). A replay answers one decision at a time, in one thread."""
+
+    def __init__(self, handler_names: Collection[str]) -> None:
+        super().__init__()
+        self.handler_names = handler_names
+        self.logged: set[Crash] = set()
+        self.current: list[Crash] = []
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        # the core's own logger (handler_kit.core.app logs a handler's failure there); a
+        # filter of a logger sees only what is logged on it, not on its children
+        log = logging.getLogger("handler_kit")
+        log.addFilter(self)
+        try:
+            yield
+        finally:
+            log.removeFilter(self)
+
+    def take(self) -> tuple[Crash, ...]:
+        crashes, self.current = tuple(self.current), []
+        return crashes
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        crash = self._crash(record)
+        if crash is None:
+            return True
+        self.current.append(crash)
+        if crash in self.logged:
+            return False
+        self.logged.add(crash)
+        # so that a reader of the log does not take it for the only one
+        record.msg = f"{record.msg} (logged once in a replay: the report counts the decisions)"
+        return True
+
+    def _crash(self, record: logging.LogRecord) -> Crash | None:
+        """The crash a record logs: a traceback, naming a handler of the candidate first."""
+        info = record.exc_info
+        args = record.args
+        if not info or info[1] is None or not isinstance(args, tuple) or not args:
+            return None
+        if args[0] not in self.handler_names:
+            return None
+        exc = info[1]
+        return Crash(
+            str(args[0]), type(exc).__name__, _raised_at(exc.__traceback__), _one_line(exc)
+        )
+
+
+def _raised_at(tb: TracebackType | None) -> str:
+    """FILE:LINE of a traceback's innermost frame, relative to the working directory when it
+    is under it (the candidate's own files usually are)."""
+    if tb is None:
+        return "unknown"
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    path = tb.tb_frame.f_code.co_filename
+    with contextlib.suppress(ValueError):
+        relative = os.path.relpath(path)
+        if not relative.startswith(os.pardir):
+            path = relative
+    return f"{path}:{tb.tb_lineno}"

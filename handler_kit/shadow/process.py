@@ -12,11 +12,15 @@ Whatever the candidate prints goes to stderr (the server's log); stdout carries 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import os
 import sys
 import time
 from collections.abc import Sequence
 from typing import Any
+
+from pydantic import ValidationError
 
 from handler_kit.core.app import HookApp
 from handler_kit.core.events import HookEvent
@@ -25,10 +29,19 @@ from handler_kit.core.vocabulary import Handler, Invocation
 from handler_kit.ops.audit.capture import invocation_decision
 from handler_kit.ops.audit.process import read_frame, write_frame
 
-# One answered event, as the server sends it: (sequence number, the event, the route's
+# One answered event, as the server sends it: (sequence number, the event (or its model and
+# the webhook body it was read from: see received), the route's
 # handler name or None for every matching one, the enforced output, whether it failed, each
 # enforced handler's view (see handler_view), the monotonic time past which it is given up).
-Job = tuple[int, HookEvent, str | None, dict[str, Any], bool, list[tuple[Any, ...]], float]
+Job = tuple[
+    int,
+    HookEvent | tuple[type[HookEvent], bytes],
+    str | None,
+    dict[str, Any],
+    bool,
+    list[tuple[Any, ...]],
+    float,
+]
 # The result: (sequence number, kind: agree, disagree, timeout, skipped or expired, agrees,
 # [(handler, agrees)], the candidate's output, whether it failed, its handlers' values as the
 # audit trail records them, time.time_ns() when it answered).
@@ -76,8 +89,23 @@ def handlers_for(candidate: HookApp, route: str | None, event: HookEvent) -> lis
     return [handler]
 
 
+def received(event: HookEvent | tuple[type[HookEvent], bytes]) -> HookEvent:
+    """The enforced app's event: sent as is, or as its model and the webhook body it was
+    read from, read here again as the webhook read it (in one pass, or, for JSON that
+    pydantic-core refuses and the standard library reads, such as a lone surrogate escape,
+    from the standard library's reading)."""
+    if not isinstance(event, tuple):
+        return event
+    model, body = event
+    try:
+        return model.model_validate_json(body)
+    except ValidationError:
+        return model.model_validate(json.loads(body))
+
+
 async def answer(candidate: HookApp, job: Job) -> Result:
-    seq, event, route, output, failed, views, deadline = job
+    seq, sent, route, output, failed, views, deadline = job
+    event = received(sent)
     empty: Result = (seq, "", False, [], {}, False, (), time.time_ns())
     left = deadline - time.monotonic()
     if left <= 0:
@@ -119,10 +147,25 @@ async def answer_all(candidate: HookApp, jobs: list[Job]) -> list[Result]:
     return list(await asyncio.gather(*(answer(candidate, job) for job in jobs)))
 
 
+def _stand_back() -> None:
+    """Run at the lowest priority an unprivileged process can take, so that the candidate
+    only uses CPU the server leaves idle: its process inherits the server's CPU affinity (an
+    operator's ``taskset`` or cgroup), and at a normal priority it would share the server's
+    core as an equal, every request arriving while it runs waiting for the scheduler's next
+    turn. ``SCHED_IDLE`` (Linux) is preempted at once when the server wakes; elsewhere the
+    nicest ``nice``. A candidate starved this way falls behind, and the bound sheds its work."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError):
+        with contextlib.suppress(OSError):
+            os.nice(19)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from handler_kit.core.loader import LoadError, load_app
 
     args = list(sys.argv[1:] if argv is None else argv)
+    _stand_back()
     frames_out = os.dup(1)
     os.dup2(2, 1)  # the candidate's prints go to the log, never into a frame
     try:

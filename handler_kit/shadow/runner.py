@@ -11,9 +11,10 @@ answer path but a bounded hand-over:
 - the candidate runs in a process of its own (:mod:`handler_kit.shadow.process`), not on a
   thread of the server: Python runs one thread of a process at a time, and a candidate thread
   holding the interpreter (or descheduled while it holds it, on a busy machine) makes the
-  server's event loop wait, which the shadow benchmark showed as a many-fold p99. A sender
-  thread wakes once per batch (every 10 ms at most) to pickle it down a pipe; a reader thread
-  counts and records the results.
+  server's event loop wait, which the shadow benchmark showed as a many-fold p99. For the
+  same reason no thread of the server talks to it: the event loop writes a batch (every
+  10 ms at most) down a non-blocking pipe, reads the results as they come, and counts and
+  records them, each a slice per turn of the loop.
 - a candidate that raises answers by its failure policy, as it would if enforced; one that
   hangs is cut off by its handlers' deadlines and by ``timeout`` (the wait included); one that
   blocks its process outright holds that process only, and answers past the bound are shed. A
@@ -31,9 +32,9 @@ import collections
 import contextlib
 import contextvars
 import logging
+import os
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
@@ -41,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 from handler_kit.core.names import Status
 from handler_kit.core.vocabulary import UNREADABLE_MESSAGE, Answer
 from handler_kit.ops.audit.capture import DECISION_ID
-from handler_kit.ops.audit.process import read_frame, write_frame
+from handler_kit.ops.audit.process import encode_frame, take_frames
 from handler_kit.shadow.process import handler_view
 
 if TYPE_CHECKING:
@@ -54,9 +55,10 @@ logger = logging.getLogger("handler_kit.shadow")
 
 # How long a graceful shutdown gives the candidate to answer what it has.
 CLOSE_WAIT = 2.0
-# The sender, woken by an answer, waits this long for more, and sends up to BATCH at once.
+# An answer handed over waits this long for more to go with it; a turn of the loop sends, or
+# counts and records, up to BATCH at once.
 BATCH_WAIT = 0.01
-BATCH = 256
+BATCH = 32
 # How long after its candidate process ended a new one is started.
 RESPAWN_WAIT = 1.0
 
@@ -80,21 +82,22 @@ _PENDING: contextvars.ContextVar[_Pending | None] = contextvars.ContextVar(
 
 
 class _Job:
-    __slots__ = ("answer", "at", "decision_id", "principal", "route", "transport")
+    __slots__ = ("answer", "at", "body", "decision_id", "principal", "route", "transport")
 
     def __init__(
         self,
         answer: Answer,
         route: str | None,
-        decision_id: str | None,
         transport: str,
-        principal: str | None,
+        context: dict[str, Any],
     ) -> None:
         self.answer = answer
         self.route = route
-        self.decision_id = decision_id
+        self.decision_id: str | None = context.get(DECISION_ID)
         self.transport = transport
-        self.principal = principal
+        self.principal: str | None = context.get("principal")
+        # the webhook's input as received: the candidate reads the event from it again
+        self.body: bytes | None = context.get("body") if transport == "webhook" else None
         self.at = time.monotonic()
 
 
@@ -166,9 +169,11 @@ class Shadow:
     """Runs the candidate app ``spec`` (MODULE:ATTR) on every answer the server's app gives,
     in a process of its own.
 
-    ``record``: called on a shadow thread with each :class:`ShadowResult` (the audit trail's
-    shadow record); ``metrics``: the server's, counting agreements per handler and shed work.
-    ``queue_size`` bounds the answers handed over and not yet answered by the candidate.
+    ``record``: called on the server's event loop with each :class:`ShadowResult` (the audit
+    trail's shadow record, which never waits); ``metrics``: the server's, counting agreements
+    per handler and shed work. ``queue_size`` bounds the answers handed over and not yet
+    answered by the candidate. Everything but the candidate runs on the event loop that
+    first hands an answer over (or runs :meth:`lifespan`): the server's.
     """
 
     def __init__(
@@ -188,20 +193,21 @@ class Shadow:
         self.metrics = metrics
         self.record = record
         self.stats = ShadowStats()
-        # handed over by the answer path, not yet sent (appended on the server's loop, taken
-        # by the sender thread: a deque needs no lock for that)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._candidate: _Candidate | None = None
+        # handed over by the answer path, not yet sent
         self._waiting: collections.deque[_Job] = collections.deque()
         # sent to the candidate and not answered yet, by sequence number
         self._sent: dict[int, _Job] = {}
+        # answered by the candidate, not yet counted and recorded
+        self._done: collections.deque[tuple[_Job, tuple[Any, ...]]] = collections.deque()
         self._seq = 0
-        self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._sender: threading.Thread | None = None
-        self._reader: threading.Thread | None = None
+        self._sending: asyncio.Handle | None = None
+        self._recording: asyncio.Handle | None = None
+        self._respawn: asyncio.TimerHandle | None = None
         self._closed = False
 
-    # -- the answer path (the server's event loop): take note, then hand over ----------------
+    # -- the answer path: take note, then hand over --------------------------------------------
 
     def observe(self, answer: Answer, transport: str, context: dict[str, Any]) -> None:
         """The observer: notes the answer for the request's :meth:`flush`, or submits it at
@@ -214,13 +220,9 @@ class Shadow:
         if pending is not None and pending.open:
             if route is None:
                 route = pending.route
-            pending.job = _Job(
-                answer, route, context.get(DECISION_ID), transport, context.get("principal")
-            )
+            pending.job = _Job(answer, route, transport, context)
             return
-        self._submit(
-            _Job(answer, route, context.get(DECISION_ID), transport, context.get("principal"))
-        )
+        self._submit(_Job(answer, route, transport, context))
 
     def begin(self, route: str | None) -> contextvars.Token[_Pending | None]:
         """Open a request: ``route`` names the one handler it runs (``POST /hooks/{name}``),
@@ -241,65 +243,146 @@ class Shadow:
     def _submit(self, job: _Job) -> None:
         if self._closed:
             return
-        if self._sender is None:
+        if self._loop is None:
             self.start()
-        if len(self._waiting) + len(self._sent) >= self.queue_size:
+        if len(self._waiting) + len(self._sent) + len(self._done) >= self.queue_size:
             self.stats.shed += 1
             if self.metrics is not None:
                 self.metrics.shadow_shed("queue_full")
             return
         self._waiting.append(job)
-        if len(self._waiting) == 1:
-            self._wake.set()
+        if self._sending is None and self._loop is not None:
+            # what arrives meanwhile goes with it: one write per batch
+            self._sending = self._loop.call_later(BATCH_WAIT, self._send)
 
-    # -- the shadow threads and process -------------------------------------------------------
+    # -- the candidate's process, driven by the event loop ----------------------------------
 
     def start(self) -> None:
-        """Start the candidate's process and the two threads that talk to it (idempotent;
-        the first submission starts them too)."""
-        with self._lock:
-            if self._sender is not None or self._closed:
-                return
-            self._spawn()
-            self._sender = threading.Thread(
-                target=self._send, name="handler-kit-shadow-sender", daemon=True
-            )
-            self._sender.start()
+        """Start the candidate's process (idempotent; the first submission starts it too).
+        Called on the server's event loop, which then does all the talking: no thread of the
+        server's process takes the interpreter from it."""
+        if self._loop is not None or self._closed:
+            return
+        self._loop = asyncio.get_running_loop()
+        self._spawn()
 
     def _spawn(self) -> None:
-        """A candidate process, and the thread reading its results."""
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "handler_kit.shadow", self.spec],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-        )
-        self._reader = threading.Thread(
-            target=self._read, args=(self._proc,), name="handler-kit-shadow-reader", daemon=True
-        )
-        self._reader.start()
-
-    def close(self, wait: float = CLOSE_WAIT) -> None:
-        """Stop taking answers; give the candidate ``wait`` seconds to answer what it has,
-        then end its process (a candidate that holds it is killed)."""
-        with self._lock:
-            self._closed = True
-        self._wake.set()
-        end = time.monotonic() + wait
-        if self._sender is not None:
-            self._sender.join(max(end - time.monotonic(), 0.0))
-        proc = self._proc
-        if proc is None:
+        self._respawn = None
+        if self._closed:
             return
-        with contextlib.suppress(OSError):
-            if proc.stdin is not None:
-                proc.stdin.close()  # end of input: it exits once it has answered
+        assert self._loop is not None
         try:
-            proc.wait(max(end - time.monotonic(), 0.0))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if self._reader is not None:
-            self._reader.join(1.0)
+            self._candidate = _Candidate(self._loop, self.spec, self._answered, self._ended)
+        except OSError:
+            logger.exception("the shadow candidate's process (%s) could not start", self.spec)
+            self._candidate = None
+            self._respawn = self._loop.call_later(RESPAWN_WAIT, self._spawn)
+
+    def _send(self) -> None:
+        """One batch of what the answer path handed over, to the candidate; the rest in a
+        later turn of the loop, so that a request arriving meanwhile waits for one batch at
+        most."""
+        self._sending = None
+        batch: list[tuple[Any, ...]] = []
+        while self._waiting and len(batch) < BATCH:
+            job = self._waiting.popleft()
+            self._seq += 1
+            try:
+                batch.append(self._plain(self._seq, job))
+            except Exception:  # an output the comparison cannot render: not sent
+                logger.exception("a shadow answer could not be handed over")
+                continue
+            self._sent[self._seq] = job
+        if self._waiting and self._loop is not None:
+            self._sending = self._loop.call_soon(self._send)
+        if not batch:
+            return
+        candidate = self._candidate
+        if candidate is None or not candidate.send(batch):
+            self._lost([job[0] for job in batch])
+
+    def _plain(self, seq: int, job: _Job) -> tuple[Any, ...]:
+        answer = job.answer
+        name = answer.event.hook_event_name
+        views = [handler_view(inv, name) for inv in answer.invocations]
+        deadline = job.at + self.timeout
+        # the body is sent as received when there is one: pickling it is a copy, pickling the
+        # event a walk of every field, on the server's loop
+        event = answer.event if job.body is None else (type(answer.event), job.body)
+        return (seq, event, job.route, answer.output, answer.failed, views, deadline)
+
+    def _lost(self, seqs: list[int]) -> None:
+        """Sent to a candidate process that ended: counted as shed (``lost``)."""
+        for seq in seqs:
+            self._sent.pop(seq, None)
+        self.stats.lost += len(seqs)
+        if self.metrics is not None:
+            for _ in seqs:
+                self.metrics.shadow_shed("lost")
+
+    def _answered(self, results: list[tuple[Any, ...]]) -> None:
+        """A frame of the candidate's results: counted and recorded a slice per turn of the
+        loop, as the batches were sent."""
+        for result in results:
+            job = self._sent.pop(result[0], None)
+            if job is not None:
+                self._done.append((job, result))
+        if self._recording is None and self._done and self._loop is not None:
+            self._recording = self._loop.call_soon(self._record_some)
+
+    def _record_some(self) -> None:
+        self._recording = None
+        for _ in range(min(len(self._done), BATCH)):
+            job, result = self._done.popleft()
+            self._result(job, result)
+        if self._done and self._loop is not None:
+            self._recording = self._loop.call_soon(self._record_some)
+
+    def _ended(self, candidate: _Candidate) -> None:
+        """The candidate's process ended (it crashed, ran out of memory, or was closed): what
+        it had is lost, and unless the server is closing a new one takes the next answers, a
+        little later (a candidate that dies as it starts must not make a busy loop)."""
+        if candidate is not self._candidate:
+            return
+        self._candidate = None
+        if self._sent:
+            self._lost(list(self._sent))
+        if self._closed or self._loop is None:
+            return
+        self._respawn = self._loop.call_later(RESPAWN_WAIT, self._replace, candidate)
+
+    def _replace(self, ended: _Candidate) -> None:
+        # said now, not when its output ended: by now the process has been reaped
+        logger.error(
+            "the shadow candidate's process (%s) ended with status %s; a new one takes "
+            "the next answers",
+            self.spec,
+            ended.reap(),
+        )
+        self._spawn()
+
+    async def close(self, wait: float = CLOSE_WAIT) -> None:
+        """Stop taking answers; give the candidate ``wait`` seconds to answer what was handed
+        over, then end its process (a candidate that holds it is killed)."""
+        self._closed = True
+        for handle in (self._sending, self._respawn):
+            if handle is not None:
+                handle.cancel()
+        self._sending = self._respawn = None
+        candidate = self._candidate
+        if candidate is None:
+            self._waiting.clear()
+            return
+        while self._waiting:
+            self._send()
+        if self._sending is not None:
+            self._sending.cancel()
+            self._sending = None
+        await candidate.finish(wait)
+        if self._sent:
+            self._lost(list(self._sent))
+        while self._done:
+            self._record_some()
 
     @contextlib.asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
@@ -308,103 +391,13 @@ class Shadow:
         try:
             yield
         finally:
-            await asyncio.to_thread(self.close)
-
-    def _send(self) -> None:
-        """The sender thread: batches of what the answer path handed over, to the candidate."""
-        while True:
-            self._wake.wait()
-            self._wake.clear()
-            if self._closed and not self._waiting:
-                return
-            # what arrives meanwhile goes with it: one wake-up and one write per batch
-            time.sleep(BATCH_WAIT)
-            while self._waiting:
-                batch: list[tuple[Any, ...]] = []
-                while self._waiting and len(batch) < BATCH:
-                    job = self._waiting.popleft()
-                    self._seq += 1
-                    try:
-                        batch.append(self._plain(self._seq, job))
-                    except Exception:  # an output the comparison cannot render: not sent
-                        logger.exception("a shadow answer could not be handed over")
-                        continue
-                    with self._lock:
-                        self._sent[self._seq] = job
-                if batch and not self._write(batch):
-                    return
-
-    def _plain(self, seq: int, job: _Job) -> tuple[Any, ...]:
-        answer = job.answer
-        name = answer.event.hook_event_name
-        views = [handler_view(inv, name) for inv in answer.invocations]
-        deadline = job.at + self.timeout
-        return (seq, answer.event, job.route, answer.output, answer.failed, views, deadline)
-
-    def _write(self, batch: list[tuple[Any, ...]]) -> bool:
-        proc = self._proc
-        if proc is None or proc.stdin is None or proc.poll() is not None:
-            self._lost([job[0] for job in batch])
-            return not self._closed
-        try:
-            write_frame(proc.stdin.fileno(), batch)
-        except OSError:
-            self._lost([job[0] for job in batch])
-        return True
-
-    def _lost(self, seqs: list[int]) -> None:
-        """Sent to a candidate process that ended: counted as shed (``lost``)."""
-        with self._lock:
-            for seq in seqs:
-                self._sent.pop(seq, None)
-            self.stats.lost += len(seqs)
-        if self.metrics is not None:
-            for _ in seqs:
-                self.metrics.shadow_shed("lost")
-
-    def _read(self, proc: subprocess.Popen[bytes]) -> None:
-        """The reader thread: the candidate's results, counted and recorded. When the process
-        ends (the candidate crashed it, or ran out of memory), what it had is lost (counted),
-        and a new one takes the next answers."""
-        assert proc.stdout is not None
-        fd = proc.stdout.fileno()
-        while True:
-            try:
-                results = read_frame(fd)
-            except (OSError, EOFError, ValueError):
-                results = None
-            if results is None:
-                break
-            for result in results:
-                with self._lock:
-                    job = self._sent.pop(result[0], None)
-                if job is not None:
-                    self._result(job, result)
-        code = proc.wait()
-        with self._lock:
-            lost = list(self._sent)
-            closed = self._closed
-        if lost:
-            self._lost(lost)
-        if not closed:
-            logger.error(
-                "the shadow candidate's process (%s) ended with status %s; a new one takes "
-                "the next answers",
-                self.spec,
-                code,
-            )
-            # not at once: a candidate that dies as it starts must not make a busy loop
-            time.sleep(RESPAWN_WAIT)
-            with self._lock:
-                if not self._closed:
-                    self._spawn()
+            await self.close()
 
     def _result(self, job: _Job, result: tuple[Any, ...]) -> None:
         _, kind, agrees, per_handler, output, failed, values, end_ns = result
         event_name = job.answer.event.hook_event_name
         counter = _COUNTERS[kind]
-        with self._lock:
-            setattr(self.stats, counter, getattr(self.stats, counter) + 1)
+        setattr(self.stats, counter, getattr(self.stats, counter) + 1)
         metrics = self.metrics
         if kind == "expired":
             if metrics is not None:
@@ -429,6 +422,132 @@ class Shadow:
                 )
             except Exception:
                 logger.exception("the shadow answer could not be recorded")
+
+
+class _Candidate:
+    """One candidate process and its two pipes, read and written without blocking by the
+    event loop (``add_reader``/``add_writer``): the loop writes a batch's frame as far as the
+    pipe takes it and the rest when it can, and reads results as they come."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        spec: str,
+        answered: Callable[[list[tuple[Any, ...]]], None],
+        ended: Callable[[_Candidate], None],
+    ) -> None:
+        self._loop = loop
+        self._answered = answered
+        self._ended_callback = ended
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "handler_kit.shadow", spec],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self._in = self.proc.stdout.fileno()
+        self._out: int | None = self.proc.stdin.fileno()
+        os.set_blocking(self._in, False)
+        os.set_blocking(self._out, False)
+        self._unsent = bytearray()  # frames the pipe did not take yet
+        self._received = bytearray()  # bytes of a frame not yet whole
+        self._writing = False
+        self.ended = asyncio.Event()
+        loop.add_reader(self._in, self._readable)
+
+    def send(self, batch: list[tuple[Any, ...]]) -> bool:
+        """Hand ``batch`` to the process: False when it has ended or stopped reading."""
+        if self._out is None or self.ended.is_set():
+            return False
+        self._unsent += encode_frame(batch)
+        self._write()
+        return True
+
+    def _write(self) -> None:
+        fd = self._out
+        if fd is None:
+            return
+        try:
+            written = os.write(fd, self._unsent)
+        except BlockingIOError:
+            written = 0
+        except OSError:
+            # the process ended: its output's end counts what it had as lost
+            self._unsent.clear()
+            self._stop_writing()
+            return
+        del self._unsent[:written]
+        if self._unsent and not self._writing:
+            self._loop.add_writer(fd, self._write)
+            self._writing = True
+        elif not self._unsent:
+            self._stop_writing()
+
+    def _stop_writing(self) -> None:
+        if self._writing and self._out is not None:
+            self._loop.remove_writer(self._out)
+        self._writing = False
+
+    def _readable(self) -> None:
+        try:
+            data = os.read(self._in, 1 << 16)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._end()
+            return
+        self._received += data
+        try:
+            frames = take_frames(self._received)
+        except Exception:  # not our frames: the candidate wrote to the pipe itself
+            logger.exception("the shadow candidate's output could not be read")
+            self.proc.kill()
+            self._end()
+            return
+        for results in frames:
+            self._answered(results)
+
+    def _end(self) -> None:
+        if self.ended.is_set():
+            return
+        self._loop.remove_reader(self._in)
+        self._stop_writing()
+        self._close_input()
+        with contextlib.suppress(OSError):
+            self.proc.stdout.close()  # type: ignore[union-attr]
+        self.ended.set()
+        self._ended_callback(self)
+
+    def _close_input(self) -> None:
+        if self._out is None:
+            return
+        self._stop_writing()
+        self._out = None
+        with contextlib.suppress(OSError):
+            self.proc.stdin.close()  # type: ignore[union-attr]
+
+    def reap(self) -> int:
+        """The process's exit status; one whose output ended and that still runs is killed
+        (it closed its output, so it can answer nothing more)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        return self.proc.wait()
+
+    async def finish(self, wait: float) -> None:
+        """End of input once what was sent is written: the process answers what it has and
+        exits. Past ``wait`` seconds it is killed."""
+        end = self._loop.time() + wait
+        while self._unsent and not self.ended.is_set() and self._loop.time() < end:
+            await asyncio.sleep(0.01)
+        self._close_input()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.ended.wait(), max(end - self._loop.time(), 0.0))
+        if self.proc.poll() is None:
+            self.proc.kill()
+        await asyncio.to_thread(self.proc.wait)
+        self._end()
 
 
 _COUNTERS = {

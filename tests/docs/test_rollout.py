@@ -120,4 +120,4 @@ def test_the_rollout_runs_as_written(tmp_path: Path) -> None:
                 except subprocess.TimeoutExpired:
                     server.kill()
                     server.wait()
-    assert ran == 8
+    assert ran == 9

@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from example_servers import refund_gate
+from example_servers import refund_gate_candidate as candidate
 from tests.support.processes import REPO, clean_env, free_port, serve_argv
 
 TARGET = "example_servers.refund_gate:app"
@@ -122,3 +124,28 @@ def test_serve_refuses_to_start_naming_the_variable(env, named):
     assert done.stdout == ""  # nothing said it was serving
     assert done.stderr.startswith("handler-kit serve: app 'refund-gate' is misconfigured: ")
     assert named in done.stderr and len(done.stderr.splitlines()) == 1
+
+
+def test_the_candidate_derives_its_settings_with_the_gates_helper(monkeypatch):
+    assert candidate.DENY_REASON == "Refunds over $1,000 need a human approver."
+    assert refund_gate.limit_settings("1000") == (
+        candidate.REFUND_LIMIT,
+        candidate.LIMIT_ERROR,
+        candidate.RETURNS_POLICY,
+        candidate.DENY_REASON,
+        candidate.CONFIG_ERRORS,
+    )
+    assert candidate.RETURNS_POLICY is not None and "over $1,000 need" in candidate.RETURNS_POLICY
+    monkeypatch.setenv("REFUND_LIMIT", "abc")
+    broken = refund_gate.limit_settings("1000")
+    assert (broken.limit, broken.returns_policy, broken.deny_reason) == (None, None, BAD_LIMIT)
+    assert broken.config_errors == (broken.limit_error,)
+    monkeypatch.setenv("REFUND_LIMIT", "750")
+    monkeypatch.setenv("RETURNS_POLICY", "Refunds need a receipt.")
+    assert refund_gate.limit_settings("1000") == (
+        750,
+        None,
+        "Refunds need a receipt.",
+        "Refunds over $750 need a human approver.",
+        (),
+    )

@@ -336,3 +336,190 @@ def test_a_candidate_that_crashes_is_shown_failing(
         line.startswith('            error: was none, now "RuntimeError: the limit service is down')
         for line in lines
     )
+
+
+def test_each_crash_is_logged_once_and_counted(tmp_path: Path) -> None:
+    refunds = [
+        decision_record(old_app, TRAFFIC[0][1] | {"tool_input": {"amount": 640 + n}}, n)
+        if n % 3
+        else decision_record(old_app, TRAFFIC[1][1] | {"tool_use_id": f"t{n}"}, n)
+        for n in range(300)
+    ]
+    log = write_jsonl(tmp_path / "crashes.jsonl", refunds)
+    lines = Path(apps.__file__).read_text().splitlines()
+    raised = "tests/replay/apps.py:{}".format
+    runtime_at = raised(
+        next(n for n, line in enumerate(lines, 1) if "raise RuntimeError(f" in line)
+    )
+    key_at = raised(next(n for n, line in enumerate(lines, 1) if '["limit"]' in line))
+    argv = [str(HANDLER_KIT), "replay", str(log), "--app", "tests.replay.apps:crashing_two_ways"]
+    report = tmp_path / "replay.json"
+    for options in ((), ("--format", "json", "--output", str(report))):
+        done = subprocess.run(
+            [*argv, *options],
+            cwd=REPO,
+            env=clean_env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr  # the failure policy denies: nothing loosened
+        # one traceback per crash, not one per decision
+        assert done.stderr.count("Traceback (most recent call last)") == 2, done.stderr
+        assert (
+            done.stderr.count(
+                "handler refund_gate failed on PreToolUse (logged once in a replay: the report "
+                "counts the decisions)"
+            )
+            == 2
+        )
+        assert "RuntimeError: the limit service is down (refund of 641)" in done.stderr
+        assert "KeyError: 'limit'" in done.stderr
+        out = done.stdout.splitlines()
+        at = out.index("crashed (each traceback logged once; the failure policy answered):")
+        assert out[at + 1 : at + 3] == [
+            f"  refund_gate: RuntimeError at {runtime_at} on 200 decisions: "
+            "the limit service is down (refund of 641)",
+            f"  refund_gate: KeyError at {key_at} on 100 decisions: 'limit'",
+        ]
+        # the crashed answers are the failure policy's, counted as verdicts as before
+        assert out[-1] == (
+            "decisions: 300 replayed: 0 unchanged, 100 tightened, 0 loosened, 200 changed"
+        )
+    crashes = json.loads(report.read_text())["crashes"]
+    assert crashes == [
+        {
+            "handler": "refund_gate",
+            "exception": "RuntimeError",
+            "location": runtime_at,
+            "message": "the limit service is down (refund of 641)",
+            "decisions": 200,
+        },
+        {
+            "handler": "refund_gate",
+            "exception": "KeyError",
+            "location": key_at,
+            "message": "'limit'",
+            "decisions": 100,
+        },
+    ]
+    junit = tmp_path / "replay.xml"
+    done = subprocess.run(
+        [*argv, "--format", "junit", "--output", str(junit)],
+        cwd=REPO,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.stderr.count("Traceback (most recent call last)") == 2
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None
+    system_err = suite.find("system-err")
+    assert system_err is not None
+    assert (system_err.text or "").splitlines() == [
+        "crashed (each traceback logged once):",
+        f"refund_gate: RuntimeError at {runtime_at} on 200 decisions: "
+        "the limit service is down (refund of 641)",
+        f"refund_gate: KeyError at {key_at} on 100 decisions: 'limit'",
+    ]
+
+
+def _incomplete_records() -> list[dict[str, object]]:
+    """Three refunds recorded without their whole input: not complete, redacted, version 1."""
+    refund = TRAFFIC[0][1]
+    secret = {**refund, "tool_input": {**refund["tool_input"], "api_key": "[REDACTED]"}}
+    v1 = {
+        "schema_version": 1,
+        "kind": "answer",
+        "event_id": "evt_v1",
+        "event": "PreToolUse",
+        "tool_name": "issue_refund",
+        "ts": 1.0,
+        "input": {"tool_input": refund["tool_input"]},
+        "output": decision_record(old_app, refund, 0)["output"],
+        "handlers": ["refund_gate"],
+    }
+    return [
+        decision_record(old_app, refund, 1, input_complete=False),
+        decision_record(old_app, refund, 2) | {"input": secret},
+        v1,
+    ]
+
+
+@pytest.mark.parametrize(
+    ("records", "options", "why"),
+    [
+        ("empty", (), "LOG holds no decisions"),
+        ("incomplete", (), "3 decisions in LOG, 3 input incomplete"),
+        ("traffic", ("--event", "Notification"), "12 decisions in LOG, 12 left out by --event"),
+        (
+            "both",
+            ("--event", "PreToolUse", "--until", "2100-01-01"),
+            "5 decisions in LOG, 3 input incomplete, 2 left out by --until, --event",
+        ),
+        (
+            "traffic",
+            ("--app", "tests.replay.apps:app", "--handler", "orders_refund", "--limit", "1"),
+            "12 decisions in LOG, 12 left out by --handler, --limit",
+        ),
+    ],
+)
+def test_nothing_replayed_exits_3_saying_why(
+    tmp_path: Path, records: str, options: tuple[str, ...], why: str
+) -> None:
+    traffic = [
+        decision_record(old_app, hook_input, n) for n, (_, hook_input, _) in enumerate(TRAFFIC)
+    ]
+    chosen = {
+        "incomplete": _incomplete_records(),
+        "traffic": traffic,
+        # and two decisions of other events
+        "both": _incomplete_records() + [r for r in traffic if r["event"] != "PreToolUse"][:2],
+        "empty": [],
+    }[records]
+    log = write_jsonl(tmp_path / "nothing.jsonl", chosen)
+    app = () if "--app" in options else ("--app", CANDIDATE)
+    done = subprocess.run(
+        [str(HANDLER_KIT), "replay", str(log), *app, *options],
+        cwd=REPO,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert done.stderr.splitlines() == [
+        "handler-kit: nothing was replayed, so nothing was checked: " + why.replace("LOG", str(log))
+    ]
+    assert done.stdout.splitlines()[-1].startswith(
+        "decisions: 0 replayed: 0 unchanged, 0 tightened, 0 loosened, 0 changed"
+    )
+
+
+def test_nothing_replayed_fails_the_json_and_junit_reports_too(tmp_path: Path) -> None:
+    log = write_jsonl(tmp_path / "incomplete.jsonl", _incomplete_records())
+    why = f"nothing was replayed, so nothing was checked: 3 decisions in {log}, 3 input incomplete"
+    argv = [str(HANDLER_KIT), "replay", str(log), "--app", CANDIDATE, "--allow-loosening"]
+    run = {"cwd": REPO, "env": clean_env(), "capture_output": True, "text": True, "timeout": 120}
+    done = subprocess.run([*argv, "--format", "json"], check=False, **run)
+    assert done.returncode == 3
+    data = json.loads(done.stdout)
+    assert (data["replayed"], data["nothing_replayed"]) == (0, why)
+    report = tmp_path / "replay.xml"
+    done = subprocess.run([*argv, "--format", "junit", "--output", str(report)], check=False, **run)
+    assert done.returncode == 3
+    root = ET.parse(report).getroot()
+    assert root.get("failures") == "1"
+    failure = root.find(".//testcase[@classname='nothing replayed']/failure")
+    assert failure is not None and failure.get("message") == why
+    # something replayed: no such field, no such case
+    traffic = [decision_record(old_app, TRAFFIC[1][1], 0)]
+    log = write_jsonl(tmp_path / "one.jsonl", traffic)
+    done = subprocess.run(
+        [str(HANDLER_KIT), "replay", str(log), "--app", CANDIDATE, "--format", "json"],
+        check=False,
+        **run,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["nothing_replayed"] is None

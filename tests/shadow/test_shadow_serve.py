@@ -5,16 +5,23 @@ MCP."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.shadow.apps import GATE_SECONDS
 from tests.shadow.support import (
+    ENFORCED as ENFORCED_AS_CANDIDATE,
+)
+from tests.shadow.support import (
     HEADERS,
+    ROUTES,
     Sent,
     metric,
     percentile,
@@ -176,3 +183,73 @@ def test_a_candidate_whose_process_dies_loses_only_what_it_had(baseline: list[Se
             answered + 6
         )
         assert "ended with status 3" in server.output()
+
+
+def _descendants(pid: int) -> dict[int, str]:
+    """The processes under ``pid``, with their command lines (Linux's /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                parent = int(stat[stat.rindex(")") + 2 :].split()[1])
+                children.setdefault(parent, []).append(int(entry))
+    found, todo = {}, [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            with contextlib.suppress(OSError):
+                found[child] = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ")
+            todo.append(child)
+    return {child: cmdline.decode() for child, cmdline in found.items()}
+
+
+def _threads(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/task"))
+
+
+def test_the_candidate_takes_only_idle_cpu_and_the_server_runs_no_shadow_thread() -> None:
+    """The candidate's process is scheduled at idle priority (a server's wake-up preempts it
+    at once: it may use only the CPU the server leaves), and the server's process runs no
+    thread for the shadow: its event loop talks to the candidate, so nothing of the shadow
+    holds the interpreter while a request waits."""
+    threads = []
+    for shadow in (None, "tests.shadow.apps:stricter"):
+        with served(shadow) as (server, url):
+            send_all(url, REQUESTS[:8])
+            # both sides read /metrics (its exposition runs on a worker thread)
+            answered = wait_for_metric(url, "handler_kit_shadow_answers_total", 8 if shadow else 0)
+            if shadow is not None:
+                assert answered == 8
+                candidates = [
+                    pid
+                    for pid, cmdline in _descendants(server.proc.pid).items()
+                    if "-m handler_kit.shadow " in cmdline
+                ]
+                assert len(candidates) == 1, _descendants(server.proc.pid)
+                assert os.sched_getscheduler(candidates[0]) == os.SCHED_IDLE
+            threads.append(_threads(server.proc.pid))
+    assert threads[1] == threads[0]
+
+
+def test_the_candidate_reads_the_webhook_input_as_the_server_did() -> None:
+    """The candidate gets the webhook's body as received and reads the event from it again:
+    an input that pydantic-core refuses and the standard library reads (a lone surrogate
+    escape, seen in captured prompts) is answered by the candidate as by the server. The
+    candidate here is the enforced app itself, so every answer agrees."""
+    bodies = [
+        b'{"hook_event_name":"PreToolUse","session_id":"s","transcript_path":"/t",'
+        b'"cwd":"/w","tool_name":"Bash","tool_input":{"command":"rm -rf \\udc8f"},'
+        b'"tool_use_id":"toolu_%d"}' % number
+        for number in range(4)
+    ]
+    with served(ENFORCED_AS_CANDIDATE) as (_, url):
+        with httpx.Client(base_url=url, headers=HEADERS, timeout=30) as http:
+            for number, body in enumerate(bodies):
+                path = ROUTES[number % 2]
+                answer = http.post(path, content=body)
+                assert answer.status_code == 200
+                assert answer.json()["hookSpecificOutput"]["permissionDecision"] == "deny"
+        answers = "handler_kit_shadow_answers_total"
+        assert wait_for_metric(url, answers, 4) == 4
+        assert metric(url, answers, result="agree") == 4
+        assert metric(url, "handler_kit_shadow_shed_total") == 0

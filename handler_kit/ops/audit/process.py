@@ -82,6 +82,27 @@ def write_frame(fd: int, message: Any) -> None:
     write_all(fd, encode_frame(message))
 
 
+def take_frames(buffer: bytearray) -> list[Any]:
+    """The whole frames at the start of ``buffer`` (bytes read so far from a non-blocking
+    pipe), removed from it; a frame not yet whole stays for the next read."""
+    messages = []
+    start = 0
+    end = len(buffer)
+    view = memoryview(buffer)
+    try:
+        while end - start >= LENGTH.size:
+            size = LENGTH.unpack_from(view, start)[0]
+            if end - start - LENGTH.size < size:
+                break
+            start += LENGTH.size
+            messages.append(pickle.loads(view[start : start + size]))
+            start += size
+    finally:
+        view.release()
+    del buffer[:start]
+    return messages
+
+
 def _read_exactly(fd: int, size: int) -> bytes | None:
     chunks = []
     while size:

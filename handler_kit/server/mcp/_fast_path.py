@@ -25,6 +25,7 @@ itself off with a warning and the SDK serves every request.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import json
 import logging
@@ -68,24 +69,15 @@ __all__ = ["FastPath"]
 
 logger = logging.getLogger("handler_kit.mcp")
 
-_WATCHED_HEADERS = frozenset(
-    {
-        b"content-type",
-        b"content-length",
-        b"accept",
-        b"host",
-        b"origin",
-        b"mcp-protocol-version",
-        b"mcp-method",
-        b"mcp-name",
-    }
-)
 # Headers that take a request off the fast path: sessions, resumption, per-parameter headers.
 _SDK_ONLY_HEADERS = (b"mcp-session-id", b"last-event-id", b"mcp-param-")
 _ENVELOPE_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
 _CALL_PARAM_KEYS = frozenset({"name", "arguments", "_meta"})
 _MAX_REMEMBERED = 1024
 _ROUTING_HEADERS = frozenset({b"mcp-protocol-version", b"mcp-method", b"mcp-name"})
+# what the SDK's header checks read, then every header the SDK reads of a tools/call POST
+_CHECKED_HEADERS = (b"content-type", b"accept", b"host", b"origin")
+_WATCHED_HEADERS = _ROUTING_HEADERS.union(_CHECKED_HEADERS, [b"content-length"])
 _ID_MARK = "@@handler-kit-id@@"
 _TEXT_MARK = "@@handler-kit-text@@"
 _UNTRACED = (ProxyTracerProvider, NoOpTracerProvider)
@@ -130,6 +122,19 @@ def _ascii_json(value: int | str) -> bytes:
     return str(value).encode()
 
 
+# Set while the fast path asks the SDK's checks (:meth:`FastPath.sdk_allows`), in that task only.
+_ASKING: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "mcp_fast_path_asking", default=False
+)
+
+
+def _quiet_while_asking(record: logging.LogRecord) -> bool:
+    """A logging filter: drops what the SDK's header checks log (an invalid Host or Origin)
+    while the fast path asks them. A request they refuse goes on to the SDK, whose own check
+    logs it: without this the first request from a bad Host would be logged twice."""
+    return not _ASKING.get()
+
+
 class FastPath:
     """Answer stateless JSON-response ``tools/call`` POSTs directly.
 
@@ -170,6 +175,8 @@ class FastPath:
             # Origin when DNS-rebinding protection is on), its Accept rule for a JSON response,
             # its Content-Type rule (a method of the transport that reads only the request).
             self.security = sdk_security.TransportSecurityMiddleware(security)
+            # its refusals are logged on its module's logger (addFilter adds the filter once)
+            sdk_security.logger.addFilter(_quiet_while_asking)
             self.accepts = sdk_http.check_accept_headers
             check = sdk_http.StreamableHTTPServerTransport._check_content_type
             self.content_type_ok = functools.partial(check, cast(Any, None))
@@ -293,10 +300,14 @@ class FastPath:
         still be :meth:`guard`'s)."""
         known = self.checked.get(key)
         if known is None:
-            names = (b"content-type", b"accept", b"host", b"origin")
-            sent = [(name, value) for name, value in zip(names, key, strict=True) if value]
+            checked = zip(_CHECKED_HEADERS, key, strict=True)
+            sent = [(name, value) for name, value in checked if value]
             request = Request({"type": "http", "method": "POST", "headers": sent})
-            known = await self.security.validate_request(request, is_post=True) is None
+            asking = _ASKING.set(True)
+            try:
+                known = await self.security.validate_request(request, is_post=True) is None
+            finally:
+                _ASKING.reset(asking)
             # JSON responses: JSON alone is required
             known = known and self.accepts(request)[0] and bool(self.content_type_ok(request))
             _remember(self.checked, {key: known})

@@ -3,6 +3,7 @@ from ``allowed_hosts``."""
 
 from __future__ import annotations
 
+import httpx
 import pytest
 
 from example_servers import refund_gate
@@ -10,6 +11,7 @@ from handler_kit.config import ServerConfig
 from handler_kit.server.mcp import ALL_HOSTS, LOOPBACK_HOSTS, transport_security
 from handler_kit.testing import RunningServer, running_server
 from tests.server.mcp.support import TOKEN
+from tests.support.processes import REPO, clean_env, free_port, process, serve_argv
 
 
 def test_settings_accept_loopback_and_each_configured_form() -> None:
@@ -74,3 +76,29 @@ def test_unsupported_host_patterns_fail_at_start() -> None:
     for bad in ("*:443", "*.example.com", "https://hooks.example.com"):
         with pytest.raises(ValueError, match="not supported"):
             transport_security([bad])
+
+
+def test_a_refused_host_or_origin_is_logged_once_per_request() -> None:
+    # the fast path asks the SDK's own checks before the SDK does: only the SDK's is logged
+    port = free_port()
+    env = clean_env(HANDLER_KIT_TOKENS=TOKEN, PYTHONPATH=str(REPO))
+    request = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    auth = {"Authorization": f"Bearer {TOKEN}", "Accept": "application/json"}
+    argv = serve_argv("example_servers.refund_gate:app", port)
+    with process(argv, env) as server:
+        server.wait_healthy(f"http://127.0.0.1:{port}", timeout=120)
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=auth) as http:
+            for _ in range(3):
+                response = http.post("/mcp", json=request, headers={"Host": "evil.example"})
+                assert response.status_code == 421, response.text
+            response = http.post("/mcp", json=request, headers={"Host": "other.example"})
+            assert response.status_code == 421, response.text
+            evil_origin = {"Origin": "https://evil.example"}
+            for _ in range(2):
+                response = http.post("/mcp", json=request, headers=evil_origin)
+                assert response.status_code == 403, response.text
+            assert http.post("/mcp", json=request).status_code == 200
+        lines = server.output().splitlines()
+    assert sum("Invalid Host header: evil.example" in line for line in lines) == 3, lines
+    assert sum("Invalid Host header: other.example" in line for line in lines) == 1, lines
+    assert sum("Invalid Origin header: https://evil.example" in line for line in lines) == 2, lines

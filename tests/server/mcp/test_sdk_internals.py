@@ -14,10 +14,12 @@ internal is gone the module no longer imports, and the pins must still say which
 from __future__ import annotations
 
 import ast
+import asyncio
 import dataclasses
 import importlib
 import importlib.util
 import inspect
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import version
@@ -121,6 +123,35 @@ def manager_body_limit(target: Any) -> None:
     )
 
 
+def logs_refusals(target: Any) -> None:
+    # The transport security middleware logs each refusal on this logger, which the fast path
+    # quiets while it asks the middleware itself (the SDK's own check logs the request).
+    from mcp.server.transport_security import (
+        TransportSecurityMiddleware,
+        TransportSecuritySettings,
+    )
+
+    assert isinstance(target, logging.Logger), f"is {type(target).__name__}, not a Logger"
+    seen: list[str] = []
+
+    class Catch(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record.getMessage())
+
+    catch, level = Catch(), target.level
+    target.addHandler(catch)
+    target.setLevel(logging.WARNING)  # whatever the test run's logging configuration
+    try:
+        settings = TransportSecuritySettings(allowed_hosts=["127.0.0.1"])
+        request = Request({"type": "http", "headers": [(b"host", b"evil.example")]})
+        refused = asyncio.run(TransportSecurityMiddleware(settings).validate_request(request))
+    finally:
+        target.removeHandler(catch)
+        target.setLevel(level)
+    assert refused is not None and refused.status_code == 421, "let evil.example in"
+    assert seen == ["Invalid Host header: evil.example"], f"logged {seen} on it"
+
+
 def routing_header(target: Any) -> None:
     assert target.lower().encode() in fast_path()._ROUTING_HEADERS, (
         f"{target!r} is not among the routing headers the fast path reads"
@@ -212,6 +243,7 @@ PINS = [
         parameters("self", "request", "is_post"),
     ),
     Pin("mcp.server.transport_security", "DEFAULT_MAX_REQUEST_BODY_SIZE", manager_body_limit),
+    Pin("mcp.server.transport_security", "logger", logs_refusals),
     Pin("mcp.server.runner", "ServerRunner", parameters("server", "connection", "lifespan_state")),
     Pin(
         "mcp.server.runner",
