@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import time
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -92,25 +91,10 @@ class Operations:
                 logger.exception("could not record the spans of an answer")
         durable = False
         if self.audit is not None:
-            from handler_kit.ops.audit.capture import DECISION_ID, Observed
-            from handler_kit.ops.audit.records import new_event_id
-
-            # the decision's id, drawn now so that what runs after the answer can name it
-            # (the tracer's, when it made one: the spans name the same record)
-            decision_id = ids.answer_event_id if ids is not None else new_event_id()
-            context[DECISION_ID] = decision_id
-            item = Observed(
-                answer=answer,
-                transport=transport,
-                principal=context.get("principal"),
-                traceparent=traceparent,
-                end_ns=time.time_ns(),
-                pid=self.pid,
-                trace=ids,
-                decision_id=decision_id,
-                body=context.get("body"),
-            )
-            item.ack = self.audit.submit(item)
+            # the decision's id drawn, left in the context, the answer queued: the trail's
+            # part, whose module has its names imported (an import statement here would run
+            # again on every answer)
+            item = self.audit.observe(answer, transport, context, traceparent, ids, self.pid)
             if item.ack is not None:
                 # the committer, handed the same context, awaits the answer's commit (an
                 # answer the committer replaces is observed again: the latest is the one)
