@@ -597,6 +597,7 @@ class AuditTrail:
             self._run_durable()
             return
         items = self._items
+        block = self.on_full == "block"
         stop = False
         while not stop:
             self._wake.wait(self.interval)
@@ -628,8 +629,9 @@ class AuditTrail:
                         self.process.flush()
                     for marker in markers:
                         marker.set()
-                with self._drained:
-                    self._drained.notify_all()
+                if block:  # only a submit waiting for room ("block") waits for this
+                    with self._drained:
+                        self._drained.notify_all()
         if self.process is not None:
             self.process.close()
         self._close_sinks()
