@@ -31,6 +31,7 @@ from handler_kit.config import Extension, OperationsConfig
 if TYPE_CHECKING:
     from handler_kit.core.app import HookApp
     from handler_kit.core.vocabulary import Answer
+    from handler_kit.ops.audit.capture import Observed
     from handler_kit.ops.audit.trail import AuditTrail
     from handler_kit.ops.idempotency import Idempotency
     from handler_kit.ops.metrics import Metrics
@@ -109,15 +110,13 @@ class Operations:
         """The durable committer: ``answer`` once its records are committed; otherwise, by
         what is left of its handlers' deadline, the failure policy's answer (deny or block
         for a fail-closed gate; a failed answer, which the webhook sends as a 503)."""
-        from handler_kit.ops.audit.capture import Observed, deadline_left
-
         item: Observed | None = context.pop(_OBSERVED, None)
         audit = self.audit
         if item is None or item.ack is None or audit is None:
             return answer
 
         if answer.invocations:
-            budget = deadline_left(answer)
+            budget = audit.deadline_left(answer)
         else:  # no handler ran: the event's own deadline bounds the wait
             from handler_kit.core.vocabulary import (
                 DEFAULT_TIMEOUT,

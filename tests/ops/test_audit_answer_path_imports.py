@@ -73,3 +73,41 @@ def test_recording_answers_runs_no_import_of_the_ops_package(
         operations.close_sync()
     assert [name for name in imported if name.startswith("handler_kit.ops")] == []
     assert [r["tool_use_id"] for r in read_jsonl(log)] == ["tu-0", "tu-1", "tu-2", "tu-3"]
+
+
+def test_durable_answers_commit_without_an_import_of_the_ops_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Durable mode: each answer waits for its commit (the event loop hands the writer
+    process its frame and reads the acknowledgement; the committer awaits it); once the
+    first answer has started the writer process, the next ones import nothing of
+    ``handler_kit.ops``."""
+    log = tmp_path / "audit.jsonl"
+    settings = OperationsConfig(audit=[f"jsonl:{log}"], audit_durable=True)
+    operations = Operations.build(_gate(), settings)
+    served = operations.apply(_gate())
+    imported: list[str] = []
+    original = builtins.__import__
+
+    def counting(name: str, *args: Any, **kwargs: Any) -> Any:
+        imported.append(name)
+        return original(name, *args, **kwargs)
+
+    async def answers() -> list[Any]:
+        outputs = []
+        for n in range(4):
+            if n == 1:
+                monkeypatch.setattr(builtins, "__import__", counting)
+            answer = await served.answer(_event(n), transport="webhook", context={"body": b"{}"})
+            outputs.append(answer.output)
+        monkeypatch.setattr(builtins, "__import__", original)
+        return outputs
+
+    try:
+        outputs = asyncio.run(answers())
+    finally:
+        operations.close_sync()
+    assert [name for name in imported if name.startswith("handler_kit.ops")] == []
+    decisions = [o["hookSpecificOutput"]["permissionDecision"] for o in outputs]
+    assert decisions == ["deny"] * 4  # each the handler's own, committed in time
+    assert [r["tool_use_id"] for r in read_jsonl(log)] == ["tu-0", "tu-1", "tu-2", "tu-3"]

@@ -297,6 +297,10 @@ class AuditTrail:
         item.ack = self.submit(item)
         return item
 
+    # what the durable committer waits for an answer's commit at most (a name of this
+    # module's: the committer runs no import statement per answer)
+    deadline_left = staticmethod(deadline_left)
+
     def record_shadow(
         self,
         decision_id: str,
