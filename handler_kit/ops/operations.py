@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import time
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -32,6 +31,7 @@ from handler_kit.config import Extension, OperationsConfig
 if TYPE_CHECKING:
     from handler_kit.core.app import HookApp
     from handler_kit.core.vocabulary import Answer
+    from handler_kit.ops.audit.capture import Observed
     from handler_kit.ops.audit.trail import AuditTrail
     from handler_kit.ops.idempotency import Idempotency
     from handler_kit.ops.metrics import Metrics
@@ -92,25 +92,10 @@ class Operations:
                 logger.exception("could not record the spans of an answer")
         durable = False
         if self.audit is not None:
-            from handler_kit.ops.audit.capture import DECISION_ID, Observed
-            from handler_kit.ops.audit.records import new_event_id
-
-            # the decision's id, drawn now so that what runs after the answer can name it
-            # (the tracer's, when it made one: the spans name the same record)
-            decision_id = ids.answer_event_id if ids is not None else new_event_id()
-            context[DECISION_ID] = decision_id
-            item = Observed(
-                answer=answer,
-                transport=transport,
-                principal=context.get("principal"),
-                traceparent=traceparent,
-                end_ns=time.time_ns(),
-                pid=self.pid,
-                trace=ids,
-                decision_id=decision_id,
-                body=context.get("body"),
-            )
-            item.ack = self.audit.submit(item)
+            # the decision's id drawn, left in the context, the answer queued: the trail's
+            # part, whose module has its names imported (an import statement here would run
+            # again on every answer)
+            item = self.audit.observe(answer, transport, context, traceparent, ids, self.pid)
             if item.ack is not None:
                 # the committer, handed the same context, awaits the answer's commit (an
                 # answer the committer replaces is observed again: the latest is the one)
@@ -125,15 +110,13 @@ class Operations:
         """The durable committer: ``answer`` once its records are committed; otherwise, by
         what is left of its handlers' deadline, the failure policy's answer (deny or block
         for a fail-closed gate; a failed answer, which the webhook sends as a 503)."""
-        from handler_kit.ops.audit.capture import Observed, deadline_left
-
         item: Observed | None = context.pop(_OBSERVED, None)
         audit = self.audit
         if item is None or item.ack is None or audit is None:
             return answer
 
         if answer.invocations:
-            budget = deadline_left(answer)
+            budget = audit.deadline_left(answer)
         else:  # no handler ran: the event's own deadline bounds the wait
             from handler_kit.core.vocabulary import (
                 DEFAULT_TIMEOUT,

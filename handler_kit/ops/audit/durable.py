@@ -13,12 +13,19 @@ import collections
 import contextlib
 import heapq
 import logging
+import os
+import pickle
 import threading
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from handler_kit.ops.audit.capture import capture
+
+# imported once, here: an import statement of a module, run again per frame, costs a failed
+# ``__path__`` lookup with its formatted exception each time
+from handler_kit.ops.audit.process import LENGTH, AuditProcess, encode_frame
+from handler_kit.ops.audit.records import write_all
 
 if TYPE_CHECKING:
     import asyncio
@@ -95,10 +102,6 @@ class Channel:
     """
 
     def __init__(self, trail: AuditTrail, loop: asyncio.AbstractEventLoop) -> None:
-        import os
-
-        from handler_kit.ops.audit.process import AuditProcess
-
         self.trail = trail
         self.loop = loop
         self.process = AuditProcess(trail.specs, app=trail.app, policy=trail.policy, durable=True)
@@ -161,8 +164,6 @@ class Channel:
     def _send(self, last: bool = True) -> None:
         """Hand the answers captured since the last frame to the process; ``last``: the
         turn's answers end here (what the process commits as a group)."""
-        from handler_kit.ops.audit.process import encode_frame
-
         if last:
             self.turn = False
         if self.failed or not (self.batch or (last and self.unended)):
@@ -216,8 +217,6 @@ class Channel:
             self.timer_when = when
 
     def _write(self) -> None:
-        import os
-
         try:
             while self.out:
                 written = os.write(self.fd, self.out)
@@ -235,11 +234,6 @@ class Channel:
             self.loop.remove_writer(self.fd)
 
     def _receive(self) -> None:
-        import os
-        import pickle
-
-        from handler_kit.ops.audit.process import LENGTH
-
         try:
             data = os.read(self.process.acks, 1 << 16)
         except BlockingIOError:
@@ -322,8 +316,6 @@ class Channel:
 
     def probe(self) -> None:
         """Ask the process to commit an empty batch to every sink (``("probed", why)``)."""
-        from handler_kit.ops.audit.process import encode_frame
-
         if self.failed:
             return
         self.out += encode_frame(("probe",))
@@ -335,8 +327,6 @@ class Channel:
     def _fail(self, why: str) -> None:
         """The process is gone: every answer waiting fails, and the trail writes its sinks
         in the server from now (the writer thread)."""
-        import os
-
         if self.failed:
             return
         self.failed = True
@@ -375,8 +365,6 @@ class Channel:
     def close(self) -> None:
         """Write what is queued, end the process (from any thread: the loop lets go of the
         pipes first, if it still runs)."""
-        import os
-
         loop = self.loop
         done = threading.Event()
 
@@ -405,8 +393,6 @@ class Channel:
             os.set_blocking(self.fd, True)
             os.set_blocking(self.process.acks, True)
             if self.out:
-                from handler_kit.ops.audit.records import write_all
-
                 write_all(self.fd, bytes(self.out))
                 self.out.clear()
         self.process.close()

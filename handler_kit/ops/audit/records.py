@@ -663,8 +663,8 @@ def record(capture: Capture, app: str, policy: RecordPolicy) -> dict[str, Any]:
         out["input_complete"] = False
         out["agrees"] = agrees
     else:
-        raw = body if body is not None else input_text.encode()
-        out["input_digest"] = _sha256(raw).hexdigest()[:16]
+        # without the body (MCP, command, direct) the input digest is the keys' digest
+        out["input_digest"] = digest if body is None else _sha256(body).hexdigest()[:16]
         out["input"], out["input_complete"] = _recorded_input(data, body, policy)
     out["output"] = (
         answer_recorded if answer_recorded is not None else redactor.output(answer_output)

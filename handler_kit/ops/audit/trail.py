@@ -79,6 +79,10 @@ from handler_kit.ops.audit.durable import (
     running_loop,
     running_loop_or_none,
 )
+
+# imported here, not in the writer thread: an import statement run again (per batch) costs a
+# failed attribute lookup, a formatted exception each time
+from handler_kit.ops.audit.process import AuditProcess, WriterFailed
 from handler_kit.ops.audit.records import (
     DEFAULT_MAX_CHARS,
     ID_FIELDS,
@@ -107,9 +111,8 @@ if TYPE_CHECKING:
     import asyncio
 
     from handler_kit.core.events import HookEvent
-    from handler_kit.core.vocabulary import Invocation
+    from handler_kit.core.vocabulary import Answer, Invocation
     from handler_kit.ops.audit.capture import Ack
-    from handler_kit.ops.audit.process import AuditProcess
 
 # the names this module held before keys, capture and durable commit had modules of their own
 __all__ = [
@@ -263,6 +266,41 @@ class AuditTrail:
         self._channel: Channel | None = None
 
     # hot path
+    def observe(
+        self,
+        answer: Answer,
+        transport: str,
+        context: dict[str, Any],
+        traceparent: str | None,
+        trace: TraceIds | None,
+        pid: int,
+    ) -> Observed:
+        """The observer's part: draw the decision's id (the tracer's, when it made one: the
+        spans name the same record) and leave it in ``context`` under
+        :data:`~handler_kit.ops.audit.capture.DECISION_ID`, so that what runs after the answer
+        can name it; then queue the answer (:meth:`submit`). The :class:`Observed` queued,
+        its ``ack`` set in durable mode."""
+        decision_id = trace.answer_event_id if trace is not None else new_event_id()
+        context[DECISION_ID] = decision_id
+        item = Observed(
+            answer,
+            transport,
+            context.get("principal"),
+            traceparent,
+            time.time_ns(),
+            pid,
+            trace,
+            None,
+            decision_id,
+            context.get("body"),
+        )
+        item.ack = self.submit(item)
+        return item
+
+    # what the durable committer waits for an answer's commit at most (a name of this
+    # module's: the committer runs no import statement per answer)
+    deadline_left = staticmethod(deadline_left)
+
     def record_shadow(
         self,
         decision_id: str,
@@ -388,8 +426,6 @@ class AuditTrail:
     def _open_channel(self, loop: asyncio.AbstractEventLoop) -> Channel | None:
         """Durable mode: start the writer process and its channel on ``loop``; None when it
         cannot start (the writer thread has taken its sinks over)."""
-        from handler_kit.ops.audit.process import WriterFailed
-
         try:
             channel = self._channel = Channel(self, loop)
         except WriterFailed as exc:
@@ -565,6 +601,7 @@ class AuditTrail:
             self._run_durable()
             return
         items = self._items
+        block = self.on_full == "block"
         stop = False
         while not stop:
             self._wake.wait(self.interval)
@@ -596,8 +633,9 @@ class AuditTrail:
                         self.process.flush()
                     for marker in markers:
                         marker.set()
-                with self._drained:
-                    self._drained.notify_all()
+                if block:  # only a submit waiting for room ("block") waits for this
+                    with self._drained:
+                        self._drained.notify_all()
         if self.process is not None:
             self.process.close()
         self._close_sinks()
@@ -704,8 +742,6 @@ class AuditTrail:
         self._mark_up()
 
     def _writer_process(self) -> AuditProcess:
-        from handler_kit.ops.audit.process import AuditProcess
-
         if self.process is None:
             self.process = AuditProcess(
                 self.specs, app=self.app, policy=self.policy, durable=self.durable
@@ -714,8 +750,6 @@ class AuditTrail:
 
     def _send(self, batch: list[Capture]) -> None:
         """Hand the batch to the writer process; on its failure, take its sinks over."""
-        from handler_kit.ops.audit.process import WriterFailed
-
         try:
             self._writer_process().send(batch)
             self.written += len(batch)  # one record per answer
