@@ -59,6 +59,10 @@ logger = lazy_logger("handler_kit")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# Status.OK looked up once: a member read from an enum class goes through the enum type's
+# __getattr__, the slow way, and every answer's invocation takes this one
+_OK = Status.OK
+
 __all__ = ["Answer", "Handler", "HandlerThreads", "HookApp", "Invocation", "Status"]
 
 
@@ -293,7 +297,11 @@ class HookApp(EventDecorators):
         if not handlers:
             return []
         value = event.matcher_value()
-        return [h for h in handlers if h.matches(value)]
+        matched = []  # a loop, not a comprehension: no function made and called per event
+        for handler in handlers:
+            if handler.matches(value):
+                matched.append(handler)
+        return matched
 
     async def answer(
         self,
@@ -311,10 +319,22 @@ class HookApp(EventDecorators):
         started = time.perf_counter()
         if handlers is None:
             handlers = self.matching(event)
+        # read once: an event is a pydantic model, whose every attribute read takes the slow
+        # way (the model class has __getattr__)
+        name = event.hook_event_name
         if len(handlers) == 1:
             only = handlers[0]
             if only.awaits_nothing and not self.wrappers:
-                invocations = [await self._await_free(only, event, started)]
+                # Its first step is its whole run, awaited here, in the answer's own frame,
+                # without the StopIteration that stepping it by hand raises. No deadline could
+                # cut it short, so none is armed; an answer that comes after it is late all
+                # the same (_returned).
+                try:
+                    output = _returned(only, name, await only.func(event), started)
+                except BaseException as exc:
+                    invocations = [self._caught(only, name, exc, started)]
+                else:
+                    invocations = [self._answered(only, event, output, started)]
             else:
                 invoked = self._invoke(only, event, started)
                 invocations = [invoked if type(invoked) is Invocation else await invoked]  # type: ignore[misc]
@@ -328,7 +348,7 @@ class HookApp(EventDecorators):
             invocations = []
         if len(invocations) == 1 and invocations[0].output is not None:
             # _combine's first case, without its frame: one handler that answered
-            output = invocations[0].output.render(event.hook_event_name, checked=True)
+            output = invocations[0].output.render(name, checked=True)
         else:
             output = self._combine(event, invocations)
         answer = Answer(event, output, invocations)
@@ -461,25 +481,13 @@ class HookApp(EventDecorators):
             return self._finish(handler, event, first, started)  # type: ignore[arg-type]
         return self._answered(handler, event, first, started)
 
-    async def _await_free(self, handler: Handler, event: HookEvent, started: float) -> Invocation:
-        """The one handler of an answer, async and unable to suspend
-        (:attr:`Handler.awaits_nothing`), awaited: its first step is its whole run, taken
-        without the ``StopIteration`` that stepping it by hand raises. No deadline could cut it
-        short, so none is armed; an answer that comes after it is late all the same
-        (:func:`_returned`)."""
-        try:
-            output = _returned(handler, event, await handler.func(event), started)
-        except BaseException as exc:
-            return self._caught(handler, event.hook_event_name, exc, started)
-        return self._answered(handler, event, output, started)
-
     def _answered(
         self, handler: Handler, event: HookEvent, output: Output, started: float
     ) -> Invocation:
         """The invocation of a handler that answered ``output`` (checked for the event)."""
         now = time.perf_counter()
         if output.is_plain:  # nothing _settle checks: on time, JSON, no loop to guard
-            return Invocation(handler, Status.OK, output, None, (now - started) * 1000)
+            return Invocation(handler, _OK, output, None, (now - started) * 1000)
         return _ok(handler, self._settle(handler, event, output, started, now), started)
 
     async def _timed(self, handler: Handler, event: HookEvent, started: float) -> Invocation:
@@ -668,20 +676,20 @@ def _first_step(
     try:
         yielded = coro.send(None)
     except StopIteration as stop:
-        return _returned(handler, event, stop.value, started)
+        return _returned(handler, event.hook_event_name, stop.value, started)
     return _resume(handler, event, coro, yielded, started)
 
 
-def _returned(handler: Handler, event: HookEvent, value: Any, started: float) -> Output:
+def _returned(handler: Handler, event_name: str, value: Any, started: float) -> Output:
     """The checked output of an async handler that returned ``value`` without suspending;
     ``TimeoutError`` when it ran through its deadline (it held the loop, where no deadline
     could interrupt it: the handler is named for it)."""
     if time.perf_counter() > started + handler.deadline:
         raise _blocked(handler, started) from None
     if type(value) is Output:  # normalize's case for a helper's output, without its frame
-        value.check(event.hook_event_name)
+        value.check(event_name)
         return value
-    return normalize(event.hook_event_name, value)
+    return normalize(event_name, value)
 
 
 async def _resume(
@@ -715,7 +723,7 @@ def _ok(handler: Handler, settled: Output | Invocation, started: float) -> Invoc
     """The invocation of a run :meth:`HookApp._settle` settled: OK for an output."""
     if isinstance(settled, Invocation):
         return settled
-    return Invocation(handler, Status.OK, settled, None, (time.perf_counter() - started) * 1000)
+    return Invocation(handler, _OK, settled, None, (time.perf_counter() - started) * 1000)
 
 
 def _blocked(handler: Handler, started: float) -> TimeoutError:
