@@ -330,11 +330,11 @@ class HookApp(EventDecorators):
                 # cut it short, so none is armed; an answer that comes after it is late all
                 # the same (_returned).
                 try:
-                    output = _returned(only, name, await only.func(event), started)
+                    returned = _returned(only, name, await only.func(event), started)
                 except BaseException as exc:
                     invocations = [self._caught(only, name, exc, started)]
                 else:
-                    invocations = [self._answered(only, event, output, started)]
+                    invocations = [self._answered(only, event, returned, started)]
             else:
                 invoked = self._invoke(only, event, started)
                 invocations = [invoked if type(invoked) is Invocation else await invoked]  # type: ignore[misc]
