@@ -37,7 +37,6 @@ import ipaddress
 import json
 import weakref
 from collections import Counter
-from itertools import chain
 from typing import Any
 
 from uvicorn.protocols.http import flow_control, httptools_impl
@@ -78,9 +77,7 @@ class HttpToolsProtocol(httptools_impl.HttpToolsProtocol):
         self.head_timeout = head_timeout
         self.max_head_bytes = max_head_bytes
         self.head_timer: asyncio.TimerHandle | None = None
-        # the header list of the last head read whole (uvicorn makes a new one per request):
-        # while ``self.headers`` is another, a head is being read
-        self.head_read: list[tuple[bytes, bytes]] | None = None
+        self.head_bytes = 0
         # True while the next request's head is awaited: since the connection was made, or
         # since the previous response (when nothing pipelined is queued). Its first byte
         # starts the head timer.
@@ -111,21 +108,15 @@ class HttpToolsProtocol(httptools_impl.HttpToolsProtocol):
         self._uncount()
         super().connection_lost(exc)
 
-    # The parser calls these once per request: the base methods are called as plain
-    # functions (no super() object each time). The head's size, its request line's target
-    # and its header names and values, is counted when the head is whole, and at the end
-    # of every read that leaves one unfinished: not in a callback per header, which would
-    # cost every request a call per header.
+    # The parser calls these once per request and once per header: the base methods are
+    # called as plain functions (no super() object each time), and the per-header ones are
+    # the base's own code with the count added (no second call per header).
 
     def data_received(self, data: bytes) -> None:
         if not self.awaiting_head or self.head_timer is not None:
             _data_received(self, data)
-            if self.headers is not self.head_read:  # a pipelined head, unfinished
-                self._check_unfinished_head()
             return
         _data_received(self, data)
-        if self.headers is not self.head_read:
-            self._check_unfinished_head()
         # Armed only when the head did not arrive whole in this first read (almost every
         # request's does: then no timer is made and cancelled per request), counted from
         # that read; not restarted by later bytes: a line now and then must not keep the
@@ -133,13 +124,26 @@ class HttpToolsProtocol(httptools_impl.HttpToolsProtocol):
         if self.awaiting_head and self.head_timer is None and not self.transport.is_closing():
             self.head_timer = self.loop.call_later(self.head_timeout, self._head_timed_out)
 
+    def on_url(self, url: bytes) -> None:
+        self.head_bytes += len(url)
+        if self.head_bytes > self.max_head_bytes:
+            self._head_too_large()
+        self.url += url
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.head_bytes += len(name) + len(value)
+        if self.head_bytes > self.max_head_bytes:
+            self._head_too_large()
+        name = name.lower()
+        if name == b"expect" and value.lower() == b"100-continue":
+            self.expect_100_continue = True
+        self.headers.append((name, value))
+
     def on_headers_complete(self) -> None:
         self.awaiting_head = False
-        self.head_read = self.headers
+        self.head_bytes = 0
         if self.head_timer is not None:
             self._cancel_head_timer()
-        if self._head_size() > self.max_head_bytes:
-            self._head_too_large()
         _on_headers_complete(self)
 
     def on_response_complete(self) -> None:
@@ -161,20 +165,8 @@ class HttpToolsProtocol(httptools_impl.HttpToolsProtocol):
             app = _service_unavailable
         _start_asgi_task(self, cycle, app)
 
-    def _head_size(self) -> int:
-        """The bytes of the head read so far: its target and its header names and values."""
-        return len(self.url) + sum(map(len, chain.from_iterable(self.headers)))
-
-    def _check_unfinished_head(self) -> None:
-        """A read ended inside a head: refused as soon as what it holds is over the limit,
-        as the parser's own callbacks refuse one (and uvicorn logs) when it is read whole."""
-        if self.transport.is_closing() or self._head_size() <= self.max_head_bytes:
-            return
-        self.logger.warning("Invalid HTTP request received.")
-        self._refuse(431, _HEAD_TOO_LARGE)
-
     def _head_too_large(self) -> None:
-        self._refuse(431, _HEAD_TOO_LARGE)
+        self._refuse(431, b"the request line and headers are too large")
         raise _HeadTooLarge
 
     def _head_timed_out(self) -> None:
@@ -213,7 +205,6 @@ class HttpToolsProtocol(httptools_impl.HttpToolsProtocol):
         self.transport.close()
 
 
-_HEAD_TOO_LARGE = b"the request line and headers are too large"
 _TOO_MANY = b"too many connections from this address are waiting for an answer; retry shortly"
 
 # Per worker (a server state is one worker's), so every connection of a worker sees the same
