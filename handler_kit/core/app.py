@@ -59,6 +59,10 @@ logger = lazy_logger("handler_kit")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# Status.OK looked up once: a member read from an enum class goes through the enum type's
+# __getattr__, the slow way, and every answer's invocation takes this one
+_OK = Status.OK
+
 __all__ = ["Answer", "Handler", "HandlerThreads", "HookApp", "Invocation", "Status"]
 
 
@@ -293,7 +297,11 @@ class HookApp(EventDecorators):
         if not handlers:
             return []
         value = event.matcher_value()
-        return [h for h in handlers if h.matches(value)]
+        matched = []  # a loop, not a comprehension: no function made and called per event
+        for handler in handlers:
+            if handler.matches(value):
+                matched.append(handler)
+        return matched
 
     async def answer(
         self,
@@ -311,6 +319,9 @@ class HookApp(EventDecorators):
         started = time.perf_counter()
         if handlers is None:
             handlers = self.matching(event)
+        # read once: an event is a pydantic model, whose every attribute read takes the slow
+        # way (the model class has __getattr__)
+        name = event.hook_event_name
         if len(handlers) == 1:
             invocations = [await self._invoke(handlers[0], event, started)]
         elif handlers:
@@ -323,7 +334,7 @@ class HookApp(EventDecorators):
             invocations = []
         if len(invocations) == 1 and invocations[0].output is not None:
             # _combine's first case, without its frame: one handler that answered
-            output = invocations[0].output.render(event.hook_event_name, checked=True)
+            output = invocations[0].output.render(name, checked=True)
         else:
             output = self._combine(event, invocations)
         answer = Answer(event, output, invocations)
@@ -446,7 +457,9 @@ class HookApp(EventDecorators):
         deadline."""
         if handler.awaits_nothing and not self.wrappers:
             try:
-                output = _returned(handler, event, await handler.func(event), started)
+                output = _returned(
+                    handler, event.hook_event_name, await handler.func(event), started
+                )
             except BaseException as exc:
                 return self._caught(handler, event.hook_event_name, exc, started)
             return self._answered(handler, event, output, started)
@@ -470,7 +483,7 @@ class HookApp(EventDecorators):
         """The invocation of a handler that answered ``output`` (checked for the event)."""
         now = time.perf_counter()
         if output.is_plain:  # nothing _settle checks: on time, JSON, no loop to guard
-            return Invocation(handler, Status.OK, output, None, (now - started) * 1000)
+            return Invocation(handler, _OK, output, None, (now - started) * 1000)
         return _ok(handler, self._settle(handler, event, output, started, now), started)
 
     def _caught(
@@ -601,7 +614,7 @@ class HookApp(EventDecorators):
         return merge(name, results).to_output().render(name)
 
 
-def _returned(handler: Handler, event: HookEvent, value: Any, started: float) -> Output:
+def _returned(handler: Handler, event_name: str, value: Any, started: float) -> Output:
     """The checked output of an async handler that cannot suspend and returned ``value``;
     ``TimeoutError`` when it ran through its deadline: it held the event loop all along, where
     no deadline could interrupt it, so it is named for it."""
@@ -617,16 +630,16 @@ def _returned(handler: Handler, event: HookEvent, value: Any, started: float) ->
         )
         raise TimeoutError
     if type(value) is Output:  # normalize's case for a helper's output, without its frame
-        value.check(event.hook_event_name)
+        value.check(event_name)
         return value
-    return normalize(event.hook_event_name, value)
+    return normalize(event_name, value)
 
 
 def _ok(handler: Handler, settled: Output | Invocation, started: float) -> Invocation:
     """The invocation of a run :meth:`HookApp._settle` settled: OK for an output."""
     if isinstance(settled, Invocation):
         return settled
-    return Invocation(handler, Status.OK, settled, None, (time.perf_counter() - started) * 1000)
+    return Invocation(handler, _OK, settled, None, (time.perf_counter() - started) * 1000)
 
 
 class HandlerThreads:

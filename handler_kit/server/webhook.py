@@ -56,6 +56,8 @@ _JSON_HEADERS = [_CONTENT_TYPE]
 # per decision), so an answer does not format its length
 _LENGTH_HEADERS: dict[int, tuple[bytes, bytes]] = {}
 _KEPT_LENGTHS = 1024
+# read once: a member read from an enum class takes the enum type's __getattr__, the slow way
+_OK = Status.OK
 
 
 class BodyTooLarge(Exception):
@@ -232,7 +234,16 @@ class _Plan:
         self.event = event
         self.event_header = event.encode("latin-1") if event is not None else None
         self.handler = handler
-        self.validate_json = model_for(event).model_validate_json if event is not None else None
+        self.validate_json = _validator(model_for(event)) if event is not None else None
+
+
+def _validator(model: type[HookEvent]) -> Callable[[bytes], HookEvent]:
+    """``model.model_validate_json`` without its Python frame (and the look-ups on the model
+    class it makes on every call): the model's own validator, built now if it was deferred."""
+    if not model.__pydantic_complete__:
+        model.model_rebuild()
+    validate: Callable[[bytes], HookEvent] = model.__pydantic_validator__.validate_json
+    return validate
 
 
 class Webhook:
@@ -286,7 +297,7 @@ class Webhook:
             answer = await self.hook_app.answer(
                 event, handlers, transport="webhook", context=context
             )
-            body = _body(answer, event.hook_event_name)
+            body = _body(answer, event)
         except HTTPError as error:
             await send_error(send, error)
             return
@@ -400,11 +411,12 @@ class Webhook:
         raise Unreadable(answer.body)
 
 
-def _body(answer: Answer, name: str) -> bytes:
-    """The response body of an answer, or the :class:`HTTPError` of a failed one."""
+def _body(answer: Answer, event: HookEvent) -> bytes:
+    """The response body of an answer to ``event``, or the :class:`HTTPError` of a failed
+    one."""
     invocations = answer.invocations
     # a first handler that answered rules out a failed answer without the property's loop
-    if invocations and invocations[0].status is not Status.OK and answer.failed:
+    if invocations and invocations[0].status is not _OK and answer.failed:
         if answer.unrecorded:
             # durable audit: the decision could not be recorded, so it is not given
             raise HTTPError(
@@ -421,7 +433,9 @@ def _body(answer: Answer, name: str) -> bytes:
         except PydanticSerializationError:
             return dump_json(answer.output)  # its fallback, and its errors
     except (TypeError, ValueError):  # an output holding a value JSON cannot carry
-        logging.getLogger("handler_kit").exception("the answer to %s is not JSON", name)
+        logging.getLogger("handler_kit").exception(
+            "the answer to %s is not JSON", event.hook_event_name
+        )
         raise HTTPError(500, "handler_failed", "the handler failed; see the server log") from None
 
 
