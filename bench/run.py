@@ -515,13 +515,15 @@ def _audit_env(sink: str, folder: Path, stack: contextlib.ExitStack) -> dict[str
 
 
 def _postgres(stack: contextlib.ExitStack) -> str | None:
-    """A throw-away PostgreSQL server (the tests' helper), or None when there is none."""
+    """A new database on the PostgreSQL server ``BENCH_POSTGRES_URL`` names (the URL of its
+    ``postgres`` database: the smoke test passes its session's server), else on a throw-away
+    server (the tests' helper); None when there is none."""
     try:
         from tests.support.postgres import new_database, postgres_server
     except ImportError:
         return None
     try:
-        url = stack.enter_context(postgres_server())
+        url = os.environ.get("BENCH_POSTGRES_URL") or stack.enter_context(postgres_server())
         return new_database(url)
     except Exception as exc:
         log(f"  postgres: {type(exc).__name__}: {exc}")

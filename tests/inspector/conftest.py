@@ -66,14 +66,3 @@ def desk_server(tmp_path: Path) -> Any:
     )
     with running_server(app, tls=True, config=config) as server:
         yield server, app
-
-
-@pytest.fixture(scope="session")
-def postgres_server_url() -> Any:
-    """A throw-away PostgreSQL server (tests/support/postgres.py), one per session: each test
-    makes its own database with ``new_database`` (skipped where PostgreSQL is not installed,
-    outside CI)."""
-    from tests.support.postgres import postgres_server
-
-    with postgres_server() as url:
-        yield url

@@ -35,7 +35,7 @@ from handler_kit.ops.operations import Operations
 from handler_kit.testing import HookClient
 from tests.support.apps import OPS_APP
 from tests.support.apps.ops import build as build_ops_app
-from tests.support.http import TOKEN, send_many
+from tests.support.http import TOKEN, post_many
 from tests.support.payloads import pre_tool_use, read_jsonl
 from tests.support.processes import HANDLER_KIT, REPO, clean_env, free_port, serve
 
@@ -432,8 +432,8 @@ def test_two_workers_2000_requests_then_sigterm(tmp_path: Path) -> None:
         for i in range(2000)
     ]
     with serve("example_servers.refund_gate:app", port=port, workers=2, env=env) as server:
-        url = f"http://127.0.0.1:{port}/hooks/refund_gate"
-        results = asyncio.run(send_many(url, bodies, concurrency=20, per_connection=25))
+        path = "/hooks/refund_gate"
+        results = asyncio.run(post_many(port, path, bodies, concurrency=20, per_connection=25))
         assert server.terminate()
     failed = [r for r in results if not isinstance(r, httpx.Response) or r.status_code != 200]
     assert failed == []

@@ -32,7 +32,7 @@ from handler_kit.ops.audit.postgres import (
 )
 from handler_kit.ops.audit.records import REDACTED, parse_sinks, serialize
 from handler_kit.ops.operations import Operations
-from tests.support.http import TOKEN, send_many
+from tests.support.http import TOKEN, post_many
 from tests.support.payloads import pre_tool_use, read_jsonl
 from tests.support.postgres import new_database
 from tests.support.processes import clean_env, free_port, serve
@@ -70,8 +70,8 @@ def test_two_workers_2000_requests_then_sigterm(db: str) -> None:
         for i in range(2000)
     ]
     with serve("example_servers.refund_gate:app", port=port, workers=2, env=env) as server:
-        url = f"http://127.0.0.1:{port}/hooks/refund_gate"
-        results = asyncio.run(send_many(url, bodies, concurrency=20, per_connection=25))
+        path = "/hooks/refund_gate"
+        results = asyncio.run(post_many(port, path, bodies, concurrency=20, per_connection=25))
         assert server.terminate()
         output = server.output()
     failed = [r for r in results if not isinstance(r, httpx.Response) or r.status_code != 200]

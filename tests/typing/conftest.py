@@ -19,7 +19,7 @@ from tests.typing.support import (
 def checkers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, CheckerRun]]:
     """``{"mypy": run, "pyright": run}``, the two started together (each takes seconds)."""
     workdir = tmp_path_factory.mktemp("checkers")
-    mypy, pyright = start_mypy(workdir), start_pyright(workdir)
+    mypy, pyright = start_mypy(), start_pyright(workdir)
     try:
         yield {"mypy": finish_mypy(mypy), "pyright": finish_pyright(pyright)}
     finally:
