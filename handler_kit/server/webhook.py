@@ -234,16 +234,7 @@ class _Plan:
         self.event = event
         self.event_header = event.encode("latin-1") if event is not None else None
         self.handler = handler
-        self.validate_json = _validator(model_for(event)) if event is not None else None
-
-
-def _validator(model: type[HookEvent]) -> Callable[[bytes], HookEvent]:
-    """``model.model_validate_json`` without its Python frame (and the look-ups on the model
-    class it makes on every call): the model's own validator, built now if it was deferred."""
-    if not model.__pydantic_complete__:
-        model.model_rebuild()
-    validate: Callable[[bytes], HookEvent] = model.__pydantic_validator__.validate_json
-    return validate
+        self.validate_json = model_for(event).model_validate_json if event is not None else None
 
 
 class Webhook:
