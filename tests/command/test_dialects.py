@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
+from handler_kit import parse_event
 from handler_kit.command import dialects
 from tests.support.apps import DIALECTS_APP
 from tests.support.apps import dialects as app
@@ -211,6 +212,62 @@ def test_each_runtime_reads_its_dialect(
     else:
         assert result.stderr.startswith("handler-kit: warning: "), result.stderr
         assert warning in result.stderr
+
+
+# what the dialect logs besides an exit-2 reason (the command hook writes these to its log only)
+BLOCK_NOTES = {
+    ("sandbox", "gate_ask"): (
+        "PreToolUse: the sandbox dialect cannot carry 'ask' (there is no one to ask); "
+        "answered as deny",
+    ),
+    ("sandbox", "halt_call"): (
+        "PreToolUse: the sandbox dialect cannot stop the agent; the call is blocked instead",
+    ),
+    ("sandbox", "gate_rewrite"): (
+        "PreToolUse: the sandbox dialect cannot carry a rewritten tool input; the fail-closed "
+        "gate denies the call instead",
+    ),
+    ("sandbox", "keep_going"): (
+        "Stop: the sandbox dialect has no context on Stop; the agent is kept going with it as "
+        "a block's reason",
+    ),
+}
+
+
+def _rendered_in_process(runtime: str, name: str) -> dialects.Rendered:
+    """The handler's answer, rendered in this process as the command hook renders it: the
+    same table, for the tests that choose what to run by the functions a test calls here
+    (``make mutation``: the console script's calls happen in a child)."""
+    handler = app.app.by_name[name]
+    event = parse_event(INPUTS[handler.event])
+    answer = app.app.answer_sync(event, handlers=[handler], transport="command")
+    return dialects.render(
+        runtime,
+        handler.event,
+        answer.output,
+        fail_closed=handler.fail_closed,
+        fallback=lambda what: f"The hook 'dialects' {what} this ({name}).",
+        stop_hook_active=False,
+    )
+
+
+@pytest.mark.parametrize("key", list(CASES), ids=lambda k: f"{k[0]}-{k[1]}")
+def test_each_runtime_reads_its_dialect_in_process(key: tuple[str, str]) -> None:
+    code, stdout, warning = CASES[key]
+    result = _rendered_in_process(*key)
+    assert result.code == code, result
+    if isinstance(stdout, dict):
+        assert result.stdout.endswith(b"\n")
+        assert json.loads(result.stdout) == stdout
+    else:
+        assert result.stdout == stdout
+    if code == 2:
+        assert (result.stderr, result.notes) == (warning, BLOCK_NOTES.get(key, ())), result
+    elif warning is None:
+        assert (result.stderr, result.notes) == ("", ()), result
+    else:
+        assert result.stderr == "" and len(result.notes) == 1, result
+        assert warning in result.notes[0], result
 
 
 def test_exit_codes_is_the_sandbox_dialect() -> None:
