@@ -252,7 +252,7 @@ def _rendered_in_process(runtime: str, name: str) -> dialects.Rendered:
 
 
 @pytest.mark.parametrize("key", list(CASES), ids=lambda k: f"{k[0]}-{k[1]}")
-def test_each_runtime_reads_its_dialect_in_process(key: tuple[str, str]) -> None:
+def test_each_dialect_rendered_in_process(key: tuple[str, str]) -> None:
     code, stdout, warning = CASES[key]
     result = _rendered_in_process(*key)
     assert result.code == code, result
