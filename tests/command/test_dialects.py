@@ -391,3 +391,67 @@ def test_posit_ignores_a_hook_specific_output_for_another_event() -> None:
     assert json.loads(prompt.stdout) == {"decision": "block", "reason": "Billing questions only."}
     legacy = dialects.render("posit", "PreToolUse", FOR_ANOTHER_EVENT)
     assert json.loads(legacy.stdout) == deny("Billing questions only.")
+
+
+def test_runtime_names_and_their_error() -> None:
+    assert [dialects.runtime_name(name) for name in dialects.RUNTIMES] == [
+        "claude-code",
+        "codex",
+        "posit",
+        "sandbox",
+    ]
+    expected = "unknown runtime 'claude' (choose from claude-code, codex, posit, sandbox)"
+    with pytest.raises(ValueError) as named:
+        dialects.runtime_name("claude")
+    assert str(named.value) == expected
+    with pytest.raises(ValueError) as rendered:
+        dialects.render("claude", "Stop", {})
+    assert str(rendered.value) == expected
+
+
+@pytest.mark.parametrize(
+    ("event", "body", "active"),
+    [
+        ("Stop", b'{"stop_hook_active": true}', True),
+        ("SubagentStop", b'{"stop_hook_active": true}', True),
+        ("Stop", b'{"stop_hook_active": false}', False),
+        ("Stop", b'{"stop_hook_active": 1}', False),
+        ("Stop", b"{}", False),
+        ("Stop", b"[true]", False),
+        ("Stop", b"not json", False),
+        ("Stop", b"[" * 100_000, False),
+        ("PreToolUse", b'{"stop_hook_active": true}', False),
+        (None, b'{"stop_hook_active": true}', False),
+    ],
+)
+def test_stop_hook_active_read_from_the_raw_input(
+    event: str | None, body: bytes, active: bool
+) -> None:
+    assert dialects.stop_hook_active(event, body) is active
+
+
+def test_needs_json_is_codex_on_stop_only() -> None:
+    assert [
+        dialects.needs_json(runtime, event)
+        for runtime in ("codex", "posit", "sandbox", "claude-code")
+        for event in ("Stop", "SubagentStop", "PreToolUse")
+    ] == [True, True, False] + [False] * 9
+
+
+def test_a_block_without_a_reason_gets_the_generic_one() -> None:
+    assert dialects.render("codex", "Stop", {"decision": "block"}) == dialects.Rendered(
+        0, b'{"decision":"block","reason":"A hook blocked this."}\n', ""
+    )
+    assert dialects.render("sandbox", "PreToolUse", {"decision": "block"}) == dialects.Rendered(
+        2, b"", "A hook blocked this."
+    )
+
+
+def test_rendered_equality_and_repr() -> None:
+    one = dialects.Rendered(2, b"x", "r", ("n",))
+    assert repr(one) == "Rendered(code=2, stdout=b'x', stderr='r', notes=('n',))"
+    assert one == dialects.Rendered(2, b"x", "r", ("n",))
+    assert one != dialects.Rendered(2, b"x", "r")
+    assert dialects.Rendered(0, b"", "").notes == ()
+    assert (one == (2, b"x", "r", ("n",))) is False
+    assert dialects.Rendered.__hash__ is None
