@@ -387,6 +387,14 @@ def test_posit_ignores_a_hook_specific_output_for_another_event() -> None:
         "Blocked by policy: this check answered for PostToolUse, not PreToolUse, and is "
         "configured to fail closed."
     )
+    assert gate.notes == (
+        "PreToolUse: the answer's hookSpecificOutput is for 'PostToolUse'; the fail-closed "
+        "gate answers deny instead",
+    )
+    # what is left denies already: the gate's own reason stands
+    denying = dialects.render("posit", "PreToolUse", FOR_ANOTHER_EVENT, fail_closed=True)
+    assert json.loads(denying.stdout) == deny("Billing questions only.")
+    assert denying.notes == ignored.notes
     prompt = dialects.render("posit", "UserPromptSubmit", FOR_ANOTHER_EVENT, fail_closed=True)
     assert json.loads(prompt.stdout) == {"decision": "block", "reason": "Billing questions only."}
     legacy = dialects.render("posit", "PreToolUse", FOR_ANOTHER_EVENT)
