@@ -234,6 +234,44 @@ BLOCK_NOTES = {
 }
 
 
+# the note each row with a warning logs, word for word (the console script writes it to stderr)
+NOTES = {
+    ("codex", "gate_ask"): "PreToolUse: the codex dialect cannot carry 'ask' (there is no one "
+    "to ask); answered as deny",
+    ("codex", "open_ask"): "PreToolUse: the codex dialect cannot carry 'ask' (there is no one "
+    "to ask); answered as deny",
+    ("codex", "defer_call"): "PreToolUse: the codex dialect cannot carry 'defer' (there is no "
+    "one to ask); answered as deny",
+    ("codex", "halt_call"): "PreToolUse: Codex cannot stop the agent from a tool hook; the call "
+    "is denied instead",
+    ("codex", "quiet_deny"): "PreToolUse: the codex dialect does not read the fields "
+    "suppressOutput; dropped",
+    ("codex", "post_replace"): "PostToolUse: the codex dialect does not read hookSpecificOutput "
+    "updatedMCPToolOutput; dropped",
+    ("codex", "keep_going"): "Stop: the codex dialect has no context on Stop; the agent is kept "
+    "going with it as a block's reason",
+    ("posit", "gate_rewrite"): "PreToolUse: the posit dialect cannot carry a rewritten tool "
+    "input; the fail-closed gate denies the call instead",
+    ("posit", "open_rewrite"): "PreToolUse: the posit dialect cannot carry a rewritten tool "
+    "input; the call runs with its original input",
+    ("posit", "defer_call"): "PreToolUse: Posit has no 'defer'; answered as 'ask'",
+    ("posit", "start_halt"): "SessionStart: Posit ignores continue:false here; dropped",
+    ("posit", "keep_going"): "Stop: the posit dialect has no context on Stop; the agent is kept "
+    "going with it as a block's reason",
+    ("posit", "post_replace"): "PostToolUse: the posit dialect does not read hookSpecificOutput "
+    "updatedMCPToolOutput; dropped",
+    ("sandbox", "open_rewrite"): "PreToolUse: the sandbox dialect cannot carry a rewritten tool "
+    "input; the call runs with its original input",
+    ("sandbox", "note_call"): "PreToolUse: the sandbox dialect reads no context on PreToolUse; "
+    "dropped",
+    ("sandbox", "post_replace"): "PostToolUse: the sandbox dialect does not read "
+    "hookSpecificOutput updatedMCPToolOutput; dropped",
+    ("sandbox", "start_halt"): "SessionStart: the sandbox dialect cannot stop the agent at "
+    "session start; the halt is dropped",
+    ("sandbox", "stop_halt"): "Stop: a halt lets the agent stop, which exit 0 already does",
+}
+
+
 def _rendered_in_process(runtime: str, name: str) -> dialects.Rendered:
     """The handler's answer, rendered in this process as the command hook renders it: the
     same table, for the tests that choose what to run by the functions a test calls here
@@ -266,8 +304,8 @@ def test_each_dialect_rendered_in_process(key: tuple[str, str]) -> None:
     elif warning is None:
         assert (result.stderr, result.notes) == ("", ()), result
     else:
-        assert result.stderr == "" and len(result.notes) == 1, result
-        assert warning in result.notes[0], result
+        assert (result.stderr, result.notes) == ("", (NOTES[key],)), result
+        assert warning in NOTES[key]
 
 
 def test_exit_codes_is_the_sandbox_dialect() -> None:
@@ -321,9 +359,37 @@ def test_codex_permission_request_keeps_only_what_codex_reads() -> None:
     decision = json.loads(closed.stdout)["hookSpecificOutput"]["decision"]
     assert decision["behavior"] == "deny" and "rewrite" in decision["message"]
     assert set(decision) == {"behavior", "message"}
-    assert any("updatedPermissions; dropped" in note for note in closed.notes)
+    dropped = (
+        "PermissionRequest: the codex dialect does not read the permission fields "
+        "updatedPermissions; dropped"
+    )
+    assert closed.notes == (
+        "PermissionRequest: the codex dialect cannot carry a rewritten tool input; the "
+        "fail-closed gate denies the call instead",
+        dropped,
+    )
     opened = dialects.render("codex", "PermissionRequest", output)
     assert json.loads(opened.stdout) == {}  # no verdict: the user is asked, as without a hook
+    assert opened.notes == (
+        "PermissionRequest: the codex dialect cannot carry a rewritten tool input; the call "
+        "runs with its original input",
+        dropped,
+    )
+
+
+@pytest.mark.parametrize("event", ["PreToolUse", "PermissionRequest"])
+def test_codex_halt_on_a_tool_event_without_a_reason_denies_with_the_generic_one(
+    event: str,
+) -> None:
+    rendered = dialects.render("codex", event, {"continue": False})
+    assert rendered.notes == (
+        f"{event}: Codex cannot stop the agent from a tool hook; the call is denied instead",
+    )
+    specific = json.loads(rendered.stdout)["hookSpecificOutput"]
+    if event == "PreToolUse":
+        assert specific["permissionDecisionReason"] == "A hook stopped this."
+    else:
+        assert specific["decision"] == {"behavior": "deny", "message": "A hook stopped this."}
 
 
 def test_legacy_spellings_are_read() -> None:
