@@ -529,3 +529,30 @@ def test_rendered_equality_and_repr() -> None:
     assert dialects.Rendered(0, b"", "").notes == ()
     assert (one == (2, b"x", "r", ("n",))) is False
     assert dialects.Rendered.__hash__ is None
+
+
+@pytest.mark.parametrize("event", ["SessionEnd", "SubagentStart", "Interrupt"])
+def test_codex_drops_a_halt_where_there_is_no_turn_to_stop(event: str) -> None:
+    assert dialects.render(
+        "codex", event, {"continue": False, "stopReason": "Out of budget."}
+    ) == dialects.Rendered(
+        0, b"{}\n", "", (f"{event}: Codex ignores continue:false here; dropped",)
+    )
+
+
+@pytest.mark.parametrize("event", ["PreCompact", "PermissionRequest"])
+def test_codex_drops_context_where_it_reads_none(event: str) -> None:
+    output = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": "Be brief."}}
+    assert dialects.render("codex", event, output) == dialects.Rendered(
+        0, b"{}\n", "", (f"{event}: Codex reads no additionalContext here; dropped",)
+    )
+
+
+def test_codex_keeps_the_system_message_and_drops_the_other_top_level_fields() -> None:
+    output = {"systemMessage": "Checked.", "suppressOutput": True}
+    assert dialects.render("codex", "PreToolUse", output) == dialects.Rendered(
+        0,
+        b'{"systemMessage":"Checked."}\n',
+        "",
+        ("PreToolUse: the codex dialect does not read the fields suppressOutput; dropped",),
+    )
