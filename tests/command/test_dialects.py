@@ -556,3 +556,28 @@ def test_codex_keeps_the_system_message_and_drops_the_other_top_level_fields() -
         "",
         ("PreToolUse: the codex dialect does not read the fields suppressOutput; dropped",),
     )
+
+
+def test_codex_denied_call_carries_no_rewritten_input() -> None:
+    specific = {"permissionDecision": "deny", "permissionDecisionReason": "Not on main."}
+    output = {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            **specific,
+            "updatedInput": {"command": "ls"},
+        }
+    }
+    assert json.loads(dialects.render("codex", "PreToolUse", output).stdout) == deny("Not on main.")
+
+
+@pytest.mark.parametrize(
+    ("runtime", "event"), [("codex", "PostToolUse"), ("posit", "UserPromptSubmit")]
+)
+def test_context_where_the_runtime_reads_it_is_carried(runtime: str, event: str) -> None:
+    output = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": "Be brief."}}
+    assert dialects.render(runtime, event, output) == dialects.Rendered(
+        0,
+        b'{"hookSpecificOutput":{"hookEventName":"%s","additionalContext":"Be brief."}}\n'
+        % event.encode(),
+        "",
+    )
