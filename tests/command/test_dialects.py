@@ -581,3 +581,42 @@ def test_context_where_the_runtime_reads_it_is_carried(runtime: str, event: str)
         % event.encode(),
         "",
     )
+
+
+def test_the_fields_a_dialect_drops_are_named_in_one_note() -> None:
+    output = {"suppressOutput": True, "trace": "t-1"}
+    assert dialects.render("codex", "PreToolUse", output).notes == (
+        "PreToolUse: the codex dialect does not read the fields suppressOutput, trace; dropped",
+    )
+
+
+def test_stop_context_joins_the_blocks_reason() -> None:
+    output = {
+        "decision": "block",
+        "reason": "Cite the ticket.",
+        "hookSpecificOutput": {"hookEventName": "Stop", "additionalContext": "Check the tests."},
+    }
+    rendered = dialects.render("codex", "Stop", output)
+    assert json.loads(rendered.stdout) == {
+        "decision": "block",
+        "reason": "Cite the ticket.\n\nCheck the tests.",
+    }
+
+
+@pytest.mark.parametrize("runtime", ["codex", "posit"])
+def test_stop_context_is_dropped_while_stop_hook_active(runtime: str) -> None:
+    output = {"hookSpecificOutput": {"hookEventName": "Stop", "additionalContext": "Go on."}}
+    assert dialects.render(runtime, "Stop", output, stop_hook_active=True) == dialects.Rendered(
+        0,
+        b"{}\n",
+        "",
+        (
+            f"Stop: stop_hook_active is true, and the {runtime} dialect could carry the context "
+            "only as a block that would keep the agent going again; dropped",
+        ),
+    )
+
+
+def test_json_keeps_non_ascii_text_as_utf8() -> None:
+    rendered = dialects.render("codex", "UserPromptSubmit", {"decision": "block", "reason": "é"})
+    assert rendered.stdout == '{"decision":"block","reason":"é"}\n'.encode()
