@@ -401,6 +401,11 @@ def test_legacy_spellings_are_read() -> None:
     }
 
 
+def test_a_legacy_decision_without_a_new_spelling_is_read_as_it_is() -> None:
+    rendered = dialects.render("posit", "PreToolUse", {"decision": "deny", "reason": "No."})
+    assert rendered == dialects.Rendered(0, dialects.dump(deny("No.")), "")
+
+
 def test_events_a_runtime_never_runs_pass_through() -> None:
     output = {"hookSpecificOutput": {"hookEventName": "WorktreeCreate", "worktreePath": "/w"}}
     for runtime in ("codex", "posit"):
@@ -619,4 +624,4 @@ def test_stop_context_is_dropped_while_stop_hook_active(runtime: str) -> None:
 
 def test_json_keeps_non_ascii_text_as_utf8() -> None:
     rendered = dialects.render("codex", "UserPromptSubmit", {"decision": "block", "reason": "é"})
-    assert rendered.stdout == '{"decision":"block","reason":"é"}\n'.encode()
+    assert rendered == dialects.Rendered(0, '{"decision":"block","reason":"é"}\n'.encode(), "")
