@@ -625,3 +625,15 @@ def test_stop_context_is_dropped_while_stop_hook_active(runtime: str) -> None:
 def test_json_keeps_non_ascii_text_as_utf8() -> None:
     rendered = dialects.render("codex", "UserPromptSubmit", {"decision": "block", "reason": "é"})
     assert rendered == dialects.Rendered(0, '{"decision":"block","reason":"é"}\n'.encode(), "")
+
+
+def test_codex_permission_request_deny_is_carried_with_its_message() -> None:
+    output = {
+        "hookSpecificOutput": {
+            "hookEventName": "PermissionRequest",
+            "decision": {"behavior": "deny", "message": "Not today."},
+        }
+    }
+    assert dialects.render("codex", "PermissionRequest", output) == dialects.Rendered(
+        0, dialects.dump(output), ""
+    )
