@@ -637,3 +637,16 @@ def test_codex_permission_request_deny_is_carried_with_its_message() -> None:
     assert dialects.render("codex", "PermissionRequest", output) == dialects.Rendered(
         0, dialects.dump(output), ""
     )
+
+
+def test_a_reason_that_is_not_text_is_no_reason() -> None:
+    rendered = dialects.render("codex", "UserPromptSubmit", {"decision": "block", "reason": 5})
+    assert json.loads(rendered.stdout) == {"decision": "block", "reason": "A hook blocked this."}
+
+
+@pytest.mark.parametrize("context", [5, ""])
+def test_context_that_is_not_text_is_no_context(context: Any) -> None:
+    output = {
+        "hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": context}
+    }
+    assert dialects.render("posit", "UserPromptSubmit", output) == dialects.Rendered(0, b"{}\n", "")
