@@ -410,7 +410,7 @@ def test_events_a_runtime_never_runs_pass_through() -> None:
     output = {"hookSpecificOutput": {"hookEventName": "WorktreeCreate", "worktreePath": "/w"}}
     for runtime in ("codex", "posit"):
         rendered = dialects.render(runtime, "WorktreeCreate", output)
-        assert json.loads(rendered.stdout) == output and rendered.notes == ()
+        assert rendered == dialects.Rendered(0, dialects.dump(output), "")
 
 
 def test_json_with_a_lone_surrogate_is_escaped() -> None:
