@@ -21,7 +21,14 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from handler_kit import HookApp, PreToolUse, allow, context, deny
 from handler_kit.config import DEFAULT_MAX_BODY_BYTES, ServerConfig
 from handler_kit.core.vocabulary import DEFAULT_CALLS_PER_HANDLER, MAX_INPUT_DEPTH, server_deadline
-from handler_kit.server.webhook import Webhook, route_path, validation_details
+from handler_kit.server.webhook import (
+    BodyTooLarge,
+    ClientDisconnected,
+    Webhook,
+    read_body,
+    route_path,
+    validation_details,
+)
 from handler_kit.testing import running_server
 from tests.server.support import TOKEN, client_for
 from tests.support.apps.webhook import HANG_CLOSED_TIMEOUT, HANG_OPEN_TIMEOUT, SECRET_DETAIL
@@ -709,3 +716,42 @@ def test_the_webhook_is_an_asgi_endpoint_below_a_mount_point() -> None:
         assert (unreadable.status_code, unreadable.json()) == (200, GATE_UNREADABLE)
     missing = asyncio.run(post("/agent", "/agent/hooks/other", event.encode()))
     assert missing.status_code == 404
+
+
+def _read(messages: list[dict[str, Any]], limit: int, first: bool = False) -> bytes:
+    """read_body over these ASGI messages; ``first``: the first one handed in as received."""
+    queue = list(messages)
+
+    async def receive() -> dict[str, Any]:
+        return queue.pop(0)
+
+    async def read() -> bytes:
+        return await read_body(receive, limit, queue.pop(0) if first else None)
+
+    body = asyncio.run(read())
+    assert queue == []  # every message read, none past the last
+    return body
+
+
+REQUEST = "http.request"
+
+
+@pytest.mark.parametrize("first", [False, True], ids=["received", "handed-in"])
+def test_read_body_joins_the_messages_up_to_the_limit(first: bool) -> None:
+    assert _read([{"type": REQUEST, "body": b"abc"}], 3, first) == b"abc"
+    assert _read([{"type": REQUEST}], 3, first) == b""
+    chunked = [
+        {"type": REQUEST, "body": b"ab", "more_body": True},
+        {"type": REQUEST, "more_body": True},
+        {"type": REQUEST, "body": b"cd", "more_body": True},
+        {"type": REQUEST, "body": b"e"},
+    ]
+    assert _read(chunked, 5, first) == b"abcde"
+    with pytest.raises(BodyTooLarge):
+        _read([{"type": REQUEST, "body": b"abcd"}], 3, first)
+    with pytest.raises(BodyTooLarge):
+        _read(chunked, 4, first)
+    with pytest.raises(ClientDisconnected):
+        _read([{"type": "http.disconnect"}], 3, first)
+    with pytest.raises(ClientDisconnected):
+        _read([{"type": REQUEST, "body": b"ab", "more_body": True}, {"type": "http.disconnect"}], 9)
