@@ -647,14 +647,23 @@ def test_observers_get_an_unreadable_inputs_ids_body_and_trace() -> None:
     config = ServerConfig(tokens=[TOKEN], max_body_bytes=300)
     body = json.dumps({"hook_event_name": "PreToolUse", "session_id": "s-9", "tool_name": 5})
     headers = {"Authorization": f"Bearer {TOKEN}", "traceparent": TRACEPARENT}
+    over = [b"x" * 200, b"x" * 200]
+
+    def slowly() -> Iterator[bytes]:  # in two ASGI messages: the second comes later
+        yield over[0]
+        time.sleep(0.3)
+        yield over[1]
+
     with running_server(app, config=config) as server:
-        for content in (body.encode(), b"x" * 400):
+        # unreadable; over the cap, announced in its head; over the cap, found while read
+        for content in (body.encode(), b"".join(over), slowly()):
             response = httpx.post(f"{server.url}/hooks/gate", content=content, headers=headers)
             assert (response.status_code, response.json()) == (200, GATE_UNREADABLE)
     trace = {"principal": "token#0", "traceparent": TRACEPARENT}
     assert seen == [
         ("s-9", GATE_UNREADABLE, "webhook", {**trace, "body": body.encode()}),
-        # over the cap, announced in its head: nothing of the body was read
+        # nothing of a body over the cap is kept
+        (None, GATE_UNREADABLE, "webhook", {**trace, "body": None}),
         (None, GATE_UNREADABLE, "webhook", {**trace, "body": None}),
     ]
 
