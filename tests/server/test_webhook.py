@@ -639,7 +639,9 @@ def _gate_app() -> HookApp:
     return app
 
 
-def test_observers_get_an_unreadable_inputs_ids_body_and_trace() -> None:
+def test_observers_get_an_unreadable_inputs_ids_body_and_trace(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     seen: list[tuple[Any, ...]] = []
     app = _gate_app().extended(
         observers=[lambda a, t, c: seen.append((a.event.session_id, a.output, t, c))]
@@ -654,11 +656,21 @@ def test_observers_get_an_unreadable_inputs_ids_body_and_trace() -> None:
         time.sleep(0.3)
         yield over[1]
 
-    with running_server(app, config=config) as server:
+    with (
+        caplog.at_level(logging.WARNING, logger="handler_kit"),
+        running_server(app, config=config) as server,
+    ):
         # unreadable; over the cap, announced in its head; over the cap, found while read
         for content in (body.encode(), b"".join(over), slowly()):
             response = httpx.post(f"{server.url}/hooks/gate", content=content, headers=headers)
             assert (response.status_code, response.json()) == (200, GATE_UNREADABLE)
+    said = "gate could not read its PreToolUse input ({}): answered with its safe decision"
+    too_large = said.format("body_too_large: the body is over the 300-byte limit")
+    assert [r.getMessage() for r in caplog.records if "could not read" in r.getMessage()] == [
+        said.format("invalid_event: the hook input failed validation"),
+        too_large,
+        too_large,
+    ]
     trace = {"principal": "token#0", "traceparent": TRACEPARENT}
     assert seen == [
         ("s-9", GATE_UNREADABLE, "webhook", {**trace, "body": body.encode()}),
