@@ -8,6 +8,7 @@ the barrier), never with wall-clock thresholds.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import threading
 import time
@@ -597,3 +598,24 @@ def test_answers_given_for_handlers_that_could_not_answer(
     ]
     assert opened.failed
     assert seen == [("command", {"k": 1}), ("direct", {})]
+
+
+def test_a_duplicate_name_points_at_the_first_handler() -> None:
+    app = HookApp("t")
+
+    @app.pre_tool_use()
+    def gate(event: PreToolUse):
+        return allow()
+
+    first = gate.__code__
+    with pytest.raises(Exception) as duplicate:
+        app.pre_tool_use(name="gate")(lambda event: allow())
+    assert (
+        f"a handler named 'gate' is already registered (at {first.co_filename}, line "
+        f"{first.co_firstlineno}); pass name=... to tell them apart"
+    ) in str(duplicate.value)
+    # a callable object has no code of its own to point at (and a partial none either)
+    app.pre_tool_use(name="called")(functools.partial(lambda event, x: allow(), x=1))
+    with pytest.raises(Exception) as again:
+        app.pre_tool_use(name="called")(lambda event: allow())
+    assert "a handler named 'called' is already registered; pass name=" in str(again.value)
