@@ -83,7 +83,7 @@ $(VENV)/.installed-mutation: $(STAMP)
 	touch $(VENV)/.installed-mutation
 
 mutation: $(VENV)/.installed-mutation
-	nice -n 10 $(BIN)/python -m reliability.mutation $(MUTATION_ARGS)
+	nice -n 19 $(BIN)/python -m reliability.mutation $(MUTATION_ARGS)
 
 # The property-based tests of tests/fuzz, long: FUZZ_EXAMPLES per property from a fresh seed
 # (`make test` runs the same properties briefly, derandomized). Prints examples, failures and

@@ -215,8 +215,18 @@ def settings(pyproject: str) -> dict[str, list[str]]:
     return {"files": config["only_mutate"], "tests": config["pytest_add_cli_args_test_selection"]}
 
 
+def tested(patterns: list[str]) -> str:
+    """The patterns of the runs, with mutants named one by one (survivors run again after
+    their tests were written) counted rather than listed."""
+    named = [p for p in patterns if "__mutmut_" in p]
+    shown = [f"`{p}`" for p in patterns if "__mutmut_" not in p]
+    if named:
+        shown.append(f"{len(named)} survivors run again by name")
+    return ", ".join(shown) or "all"
+
+
 def header(run: Mapping[str, Any]) -> str:
-    mutants = ", ".join(f"`{p}`" for p in run["patterns"]) or "all"
+    mutants = tested(run["patterns"])
     return (
         f"Measured {run['date']} on {run['machine']} by `make mutation` "
         f"({run['seconds'] / 60:.1f} min): mutants of "

@@ -63,6 +63,11 @@ def logging_left_as_found() -> Iterator[None]:
         lg.disabled = disabled
 
 
+# Set once the sources are compiled: a process that runs several sessions (mutmut runs one per
+# mutant, each in a fork of the process that ran the first) compiles them once, not per session.
+_compiled: list[bool] = []
+
+
 @pytest.fixture(autouse=True, scope="session")
 def compiled_sources() -> None:
     """Compile the repository's sources to bytecode once, where Python looks for it: with
@@ -70,6 +75,9 @@ def compiled_sources() -> None:
     suite's hundreds of child processes (servers, the CLI, hooks, the bench) would otherwise
     compile every handler-kit module it imports anew, as an installed package never does. The
     children still write nothing: a file a test writes and rewrites is never read stale."""
+    if _compiled:
+        return
+    _compiled.append(True)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     folders = [str(REPO / name) for name in ("handler_kit", "example_servers", "tests", "bench")]
     subprocess.run(

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
+from handler_kit import parse_event
 from handler_kit.command import dialects
 from tests.support.apps import DIALECTS_APP
 from tests.support.apps import dialects as app
@@ -213,6 +214,100 @@ def test_each_runtime_reads_its_dialect(
         assert warning in result.stderr
 
 
+# what the dialect logs besides an exit-2 reason (the command hook writes these to its log only)
+BLOCK_NOTES = {
+    ("sandbox", "gate_ask"): (
+        "PreToolUse: the sandbox dialect cannot carry 'ask' (there is no one to ask); "
+        "answered as deny",
+    ),
+    ("sandbox", "halt_call"): (
+        "PreToolUse: the sandbox dialect cannot stop the agent; the call is blocked instead",
+    ),
+    ("sandbox", "gate_rewrite"): (
+        "PreToolUse: the sandbox dialect cannot carry a rewritten tool input; the fail-closed "
+        "gate denies the call instead",
+    ),
+    ("sandbox", "keep_going"): (
+        "Stop: the sandbox dialect has no context on Stop; the agent is kept going with it as "
+        "a block's reason",
+    ),
+}
+
+
+# the note each row with a warning logs, word for word (the console script writes it to stderr)
+NOTES = {
+    ("codex", "gate_ask"): "PreToolUse: the codex dialect cannot carry 'ask' (there is no one "
+    "to ask); answered as deny",
+    ("codex", "open_ask"): "PreToolUse: the codex dialect cannot carry 'ask' (there is no one "
+    "to ask); answered as deny",
+    ("codex", "defer_call"): "PreToolUse: the codex dialect cannot carry 'defer' (there is no "
+    "one to ask); answered as deny",
+    ("codex", "halt_call"): "PreToolUse: Codex cannot stop the agent from a tool hook; the call "
+    "is denied instead",
+    ("codex", "quiet_deny"): "PreToolUse: the codex dialect does not read the fields "
+    "suppressOutput; dropped",
+    ("codex", "post_replace"): "PostToolUse: the codex dialect does not read hookSpecificOutput "
+    "updatedMCPToolOutput; dropped",
+    ("codex", "keep_going"): "Stop: the codex dialect has no context on Stop; the agent is kept "
+    "going with it as a block's reason",
+    ("posit", "gate_rewrite"): "PreToolUse: the posit dialect cannot carry a rewritten tool "
+    "input; the fail-closed gate denies the call instead",
+    ("posit", "open_rewrite"): "PreToolUse: the posit dialect cannot carry a rewritten tool "
+    "input; the call runs with its original input",
+    ("posit", "defer_call"): "PreToolUse: Posit has no 'defer'; answered as 'ask'",
+    ("posit", "start_halt"): "SessionStart: Posit ignores continue:false here; dropped",
+    ("posit", "keep_going"): "Stop: the posit dialect has no context on Stop; the agent is kept "
+    "going with it as a block's reason",
+    ("posit", "post_replace"): "PostToolUse: the posit dialect does not read hookSpecificOutput "
+    "updatedMCPToolOutput; dropped",
+    ("sandbox", "open_rewrite"): "PreToolUse: the sandbox dialect cannot carry a rewritten tool "
+    "input; the call runs with its original input",
+    ("sandbox", "note_call"): "PreToolUse: the sandbox dialect reads no context on PreToolUse; "
+    "dropped",
+    ("sandbox", "post_replace"): "PostToolUse: the sandbox dialect does not read "
+    "hookSpecificOutput updatedMCPToolOutput; dropped",
+    ("sandbox", "start_halt"): "SessionStart: the sandbox dialect cannot stop the agent at "
+    "session start; the halt is dropped",
+    ("sandbox", "stop_halt"): "Stop: a halt lets the agent stop, which exit 0 already does",
+}
+
+
+def _rendered_in_process(runtime: str, name: str) -> dialects.Rendered:
+    """The handler's answer, rendered in this process as the command hook renders it: the
+    same table, for the tests that choose what to run by the functions a test calls here
+    (``make mutation``: the console script's calls happen in a child)."""
+    handler = app.app.by_name[name]
+    event = parse_event(INPUTS[handler.event])
+    answer = app.app.answer_sync(event, handlers=[handler], transport="command")
+    return dialects.render(
+        runtime,
+        handler.event,
+        answer.output,
+        fail_closed=handler.fail_closed,
+        fallback=lambda what: f"The hook 'dialects' {what} this ({name}).",
+        stop_hook_active=False,
+    )
+
+
+@pytest.mark.parametrize("key", list(CASES), ids=lambda k: f"{k[0]}-{k[1]}")
+def test_each_dialect_rendered_in_process(key: tuple[str, str]) -> None:
+    code, stdout, warning = CASES[key]
+    result = _rendered_in_process(*key)
+    assert result.code == code, result
+    if isinstance(stdout, dict):
+        assert result.stdout.endswith(b"\n")
+        assert json.loads(result.stdout) == stdout
+    else:
+        assert result.stdout == stdout
+    if code == 2:
+        assert (result.stderr, result.notes) == (warning, BLOCK_NOTES.get(key, ())), result
+    elif warning is None:
+        assert (result.stderr, result.notes) == ("", ()), result
+    else:
+        assert (result.stderr, result.notes) == ("", (NOTES[key],)), result
+        assert warning in NOTES[key]
+
+
 def test_exit_codes_is_the_sandbox_dialect() -> None:
     stdin = json.dumps(INPUTS["PostToolUse"]).encode()
     alias = run(["command", DIALECTS_APP, "--handler", "post_note", "--exit-codes"], stdin)
@@ -264,9 +359,37 @@ def test_codex_permission_request_keeps_only_what_codex_reads() -> None:
     decision = json.loads(closed.stdout)["hookSpecificOutput"]["decision"]
     assert decision["behavior"] == "deny" and "rewrite" in decision["message"]
     assert set(decision) == {"behavior", "message"}
-    assert any("updatedPermissions; dropped" in note for note in closed.notes)
+    dropped = (
+        "PermissionRequest: the codex dialect does not read the permission fields "
+        "updatedPermissions; dropped"
+    )
+    assert closed.notes == (
+        "PermissionRequest: the codex dialect cannot carry a rewritten tool input; the "
+        "fail-closed gate denies the call instead",
+        dropped,
+    )
     opened = dialects.render("codex", "PermissionRequest", output)
     assert json.loads(opened.stdout) == {}  # no verdict: the user is asked, as without a hook
+    assert opened.notes == (
+        "PermissionRequest: the codex dialect cannot carry a rewritten tool input; the call "
+        "runs with its original input",
+        dropped,
+    )
+
+
+@pytest.mark.parametrize("event", ["PreToolUse", "PermissionRequest"])
+def test_codex_halt_on_a_tool_event_without_a_reason_denies_with_the_generic_one(
+    event: str,
+) -> None:
+    rendered = dialects.render("codex", event, {"continue": False})
+    assert rendered.notes == (
+        f"{event}: Codex cannot stop the agent from a tool hook; the call is denied instead",
+    )
+    specific = json.loads(rendered.stdout)["hookSpecificOutput"]
+    if event == "PreToolUse":
+        assert specific["permissionDecisionReason"] == "A hook stopped this."
+    else:
+        assert specific["decision"] == {"behavior": "deny", "message": "A hook stopped this."}
 
 
 def test_legacy_spellings_are_read() -> None:
@@ -278,11 +401,16 @@ def test_legacy_spellings_are_read() -> None:
     }
 
 
+def test_a_legacy_decision_without_a_new_spelling_is_read_as_it_is() -> None:
+    rendered = dialects.render("posit", "PreToolUse", {"decision": "deny", "reason": "No."})
+    assert rendered == dialects.Rendered(0, dialects.dump(deny("No.")), "")
+
+
 def test_events_a_runtime_never_runs_pass_through() -> None:
     output = {"hookSpecificOutput": {"hookEventName": "WorktreeCreate", "worktreePath": "/w"}}
     for runtime in ("codex", "posit"):
         rendered = dialects.render(runtime, "WorktreeCreate", output)
-        assert json.loads(rendered.stdout) == output and rendered.notes == ()
+        assert rendered == dialects.Rendered(0, dialects.dump(output), "")
 
 
 def test_json_with_a_lone_surrogate_is_escaped() -> None:
@@ -330,7 +458,195 @@ def test_posit_ignores_a_hook_specific_output_for_another_event() -> None:
         "Blocked by policy: this check answered for PostToolUse, not PreToolUse, and is "
         "configured to fail closed."
     )
+    assert gate.notes == (
+        "PreToolUse: the answer's hookSpecificOutput is for 'PostToolUse'; the fail-closed "
+        "gate answers deny instead",
+    )
+    # what is left denies already: the gate's own reason stands
+    denying = dialects.render("posit", "PreToolUse", FOR_ANOTHER_EVENT, fail_closed=True)
+    assert json.loads(denying.stdout) == deny("Billing questions only.")
+    assert denying.notes == ignored.notes
     prompt = dialects.render("posit", "UserPromptSubmit", FOR_ANOTHER_EVENT, fail_closed=True)
     assert json.loads(prompt.stdout) == {"decision": "block", "reason": "Billing questions only."}
     legacy = dialects.render("posit", "PreToolUse", FOR_ANOTHER_EVENT)
     assert json.loads(legacy.stdout) == deny("Billing questions only.")
+
+
+def test_runtime_names_and_their_error() -> None:
+    assert [dialects.runtime_name(name) for name in dialects.RUNTIMES] == [
+        "claude-code",
+        "codex",
+        "posit",
+        "sandbox",
+    ]
+    expected = "unknown runtime 'claude' (choose from claude-code, codex, posit, sandbox)"
+    with pytest.raises(ValueError) as named:
+        dialects.runtime_name("claude")
+    assert str(named.value) == expected
+    with pytest.raises(ValueError) as rendered:
+        dialects.render("claude", "Stop", {})
+    assert str(rendered.value) == expected
+
+
+@pytest.mark.parametrize(
+    ("event", "body", "active"),
+    [
+        ("Stop", b'{"stop_hook_active": true}', True),
+        ("SubagentStop", b'{"stop_hook_active": true}', True),
+        ("Stop", b'{"stop_hook_active": false}', False),
+        ("Stop", b'{"stop_hook_active": 1}', False),
+        ("Stop", b"{}", False),
+        ("Stop", b"[true]", False),
+        ("Stop", b"not json", False),
+        ("Stop", b"[" * 100_000, False),
+        ("PreToolUse", b'{"stop_hook_active": true}', False),
+        (None, b'{"stop_hook_active": true}', False),
+    ],
+)
+def test_stop_hook_active_read_from_the_raw_input(
+    event: str | None, body: bytes, active: bool
+) -> None:
+    assert dialects.stop_hook_active(event, body) is active
+
+
+def test_needs_json_is_codex_on_stop_only() -> None:
+    assert [
+        dialects.needs_json(runtime, event)
+        for runtime in ("codex", "posit", "sandbox", "claude-code")
+        for event in ("Stop", "SubagentStop", "PreToolUse")
+    ] == [True, True, False] + [False] * 9
+
+
+def test_a_block_without_a_reason_gets_the_generic_one() -> None:
+    assert dialects.render("codex", "Stop", {"decision": "block"}) == dialects.Rendered(
+        0, b'{"decision":"block","reason":"A hook blocked this."}\n', ""
+    )
+    assert dialects.render("sandbox", "PreToolUse", {"decision": "block"}) == dialects.Rendered(
+        2, b"", "A hook blocked this."
+    )
+
+
+def test_rendered_equality_and_repr() -> None:
+    one = dialects.Rendered(2, b"x", "r", ("n",))
+    assert repr(one) == "Rendered(code=2, stdout=b'x', stderr='r', notes=('n',))"
+    assert one == dialects.Rendered(2, b"x", "r", ("n",))
+    assert one != dialects.Rendered(2, b"x", "r")
+    assert dialects.Rendered(0, b"", "").notes == ()
+    assert (one == (2, b"x", "r", ("n",))) is False
+    assert dialects.Rendered.__hash__ is None
+
+
+@pytest.mark.parametrize("event", ["SessionEnd", "SubagentStart", "Interrupt"])
+def test_codex_drops_a_halt_where_there_is_no_turn_to_stop(event: str) -> None:
+    assert dialects.render(
+        "codex", event, {"continue": False, "stopReason": "Out of budget."}
+    ) == dialects.Rendered(
+        0, b"{}\n", "", (f"{event}: Codex ignores continue:false here; dropped",)
+    )
+
+
+@pytest.mark.parametrize("event", ["PreCompact", "PermissionRequest"])
+def test_codex_drops_context_where_it_reads_none(event: str) -> None:
+    output = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": "Be brief."}}
+    assert dialects.render("codex", event, output) == dialects.Rendered(
+        0, b"{}\n", "", (f"{event}: Codex reads no additionalContext here; dropped",)
+    )
+
+
+def test_codex_keeps_the_system_message_and_drops_the_other_top_level_fields() -> None:
+    output = {"systemMessage": "Checked.", "suppressOutput": True}
+    assert dialects.render("codex", "PreToolUse", output) == dialects.Rendered(
+        0,
+        b'{"systemMessage":"Checked."}\n',
+        "",
+        ("PreToolUse: the codex dialect does not read the fields suppressOutput; dropped",),
+    )
+
+
+def test_codex_denied_call_carries_no_rewritten_input() -> None:
+    specific = {"permissionDecision": "deny", "permissionDecisionReason": "Not on main."}
+    output = {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            **specific,
+            "updatedInput": {"command": "ls"},
+        }
+    }
+    assert json.loads(dialects.render("codex", "PreToolUse", output).stdout) == deny("Not on main.")
+
+
+@pytest.mark.parametrize(
+    ("runtime", "event"), [("codex", "PostToolUse"), ("posit", "UserPromptSubmit")]
+)
+def test_context_where_the_runtime_reads_it_is_carried(runtime: str, event: str) -> None:
+    output = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": "Be brief."}}
+    assert dialects.render(runtime, event, output) == dialects.Rendered(
+        0,
+        b'{"hookSpecificOutput":{"hookEventName":"%s","additionalContext":"Be brief."}}\n'
+        % event.encode(),
+        "",
+    )
+
+
+def test_the_fields_a_dialect_drops_are_named_in_one_note() -> None:
+    output = {"suppressOutput": True, "trace": "t-1"}
+    assert dialects.render("codex", "PreToolUse", output).notes == (
+        "PreToolUse: the codex dialect does not read the fields suppressOutput, trace; dropped",
+    )
+
+
+def test_stop_context_joins_the_blocks_reason() -> None:
+    output = {
+        "decision": "block",
+        "reason": "Cite the ticket.",
+        "hookSpecificOutput": {"hookEventName": "Stop", "additionalContext": "Check the tests."},
+    }
+    rendered = dialects.render("codex", "Stop", output)
+    assert json.loads(rendered.stdout) == {
+        "decision": "block",
+        "reason": "Cite the ticket.\n\nCheck the tests.",
+    }
+
+
+@pytest.mark.parametrize("runtime", ["codex", "posit"])
+def test_stop_context_is_dropped_while_stop_hook_active(runtime: str) -> None:
+    output = {"hookSpecificOutput": {"hookEventName": "Stop", "additionalContext": "Go on."}}
+    assert dialects.render(runtime, "Stop", output, stop_hook_active=True) == dialects.Rendered(
+        0,
+        b"{}\n",
+        "",
+        (
+            f"Stop: stop_hook_active is true, and the {runtime} dialect could carry the context "
+            "only as a block that would keep the agent going again; dropped",
+        ),
+    )
+
+
+def test_json_keeps_non_ascii_text_as_utf8() -> None:
+    rendered = dialects.render("codex", "UserPromptSubmit", {"decision": "block", "reason": "é"})
+    assert rendered == dialects.Rendered(0, '{"decision":"block","reason":"é"}\n'.encode(), "")
+
+
+def test_codex_permission_request_deny_is_carried_with_its_message() -> None:
+    output = {
+        "hookSpecificOutput": {
+            "hookEventName": "PermissionRequest",
+            "decision": {"behavior": "deny", "message": "Not today."},
+        }
+    }
+    assert dialects.render("codex", "PermissionRequest", output) == dialects.Rendered(
+        0, dialects.dump(output), ""
+    )
+
+
+def test_a_reason_that_is_not_text_is_no_reason() -> None:
+    rendered = dialects.render("codex", "UserPromptSubmit", {"decision": "block", "reason": 5})
+    assert json.loads(rendered.stdout) == {"decision": "block", "reason": "A hook blocked this."}
+
+
+@pytest.mark.parametrize("context", [5, ""])
+def test_context_that_is_not_text_is_no_context(context: Any) -> None:
+    output = {
+        "hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": context}
+    }
+    assert dialects.render("posit", "UserPromptSubmit", output) == dialects.Rendered(0, b"{}\n", "")

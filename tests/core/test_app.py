@@ -8,6 +8,7 @@ the barrier), never with wall-clock thresholds.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import threading
 import time
@@ -18,6 +19,7 @@ import pytest
 from handler_kit import (
     EVENT_MODELS,
     HookApp,
+    PreToolUse,
     allow,
     block,
     context,
@@ -534,3 +536,86 @@ def test_decorator_returns_the_function_and_keeps_options(hooks):
         True,
     )
     assert handler.is_async and handler.description == "Deny things."
+
+
+def _failed_answers_app() -> tuple[HookApp, list[tuple[str, dict[str, object]]]]:
+    app = HookApp("t")
+
+    @app.pre_tool_use(fail_closed=True)
+    def gate(event: PreToolUse):
+        return allow()
+
+    @app.pre_tool_use()
+    def loose(event: PreToolUse):
+        return allow()
+
+    seen: list[tuple[str, dict[str, object]]] = []
+    return app.extended(observers=[lambda a, t, c: seen.append((t, c))]), seen
+
+
+@pytest.mark.parametrize(
+    ("method", "closed_reason", "error", "open_status"),
+    [
+        (
+            "answer_timed_out",
+            "did not answer in time",
+            "handler did not answer in time",
+            Status.TIMEOUT,
+        ),
+        (
+            "answer_unrecorded",
+            "could not have its decision recorded",
+            "the answer's audit record could not be committed in time",
+            Status.ERROR,
+        ),
+    ],
+)
+def test_answers_given_for_handlers_that_could_not_answer(
+    method: str, closed_reason: str, error: str, open_status: Status
+) -> None:
+    """Each handler failed, answered by its policy, and observed with the caller's transport
+    and context ({} for none)."""
+    app, seen = _failed_answers_app()
+    event = parse_event({"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {}})
+    answer = getattr(app, method)
+    closed = answer(event, [app.by_name["gate"]], transport="command", context={"k": 1})
+    assert closed.output == {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": f"Blocked by policy: the check 'gate' {closed_reason}, "
+            "and it is configured to fail closed.",
+        }
+    }
+    assert [(i.handler.name, i.status, i.error, i.output) for i in closed.invocations] == [
+        ("gate", Status.FAIL_CLOSED, error, None)
+    ]
+    assert not closed.failed
+    opened = answer(event, [app.by_name["loose"]])
+    assert opened.output == {}
+    assert [(i.handler.name, i.status, i.error) for i in opened.invocations] == [
+        ("loose", open_status, error)
+    ]
+    assert opened.failed
+    assert seen == [("command", {"k": 1}), ("direct", {})]
+
+
+def test_a_duplicate_name_points_at_the_first_handler() -> None:
+    app = HookApp("t")
+
+    @app.pre_tool_use()
+    def gate(event: PreToolUse):
+        return allow()
+
+    first = gate.__code__
+    with pytest.raises(Exception) as duplicate:
+        app.pre_tool_use(name="gate")(lambda event: allow())
+    assert (
+        f"a handler named 'gate' is already registered (at {first.co_filename}, line "
+        f"{first.co_firstlineno}); pass name=... to tell them apart"
+    ) in str(duplicate.value)
+    # a callable object has no code of its own to point at (and a partial none either)
+    app.pre_tool_use(name="called")(functools.partial(lambda event, x: allow(), x=1))
+    with pytest.raises(Exception) as again:
+        app.pre_tool_use(name="called")(lambda event: allow())
+    assert "a handler named 'called' is already registered; pass name=" in str(again.value)

@@ -132,6 +132,14 @@ def test_the_header_says_what_ran_on_what() -> None:
     assert "(tested: `handler_kit.core.merge*`)" in mutation.header(
         {**run, **mutation.settings(pyproject)}
     )
+    run["patterns"] = [
+        "handler_kit.core.merge*",
+        "handler_kit.core.merge.x_merge__mutmut_3",
+        "handler_kit.core.merge.x_merge__mutmut_9",
+    ]
+    assert "(tested: `handler_kit.core.merge*`, 2 survivors run again by name)" in (
+        mutation.header({**run, **mutation.settings(pyproject)})
+    )
 
 
 def test_runs_of_some_modules_add_up() -> None:

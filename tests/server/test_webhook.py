@@ -16,10 +16,19 @@ from typing import Any
 
 import httpx
 import pytest
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from handler_kit import HookApp, allow, context, deny
-from handler_kit.config import DEFAULT_MAX_BODY_BYTES
+from handler_kit import HookApp, PreToolUse, allow, context, deny
+from handler_kit.config import DEFAULT_MAX_BODY_BYTES, ServerConfig
 from handler_kit.core.vocabulary import DEFAULT_CALLS_PER_HANDLER, MAX_INPUT_DEPTH, server_deadline
+from handler_kit.server.webhook import (
+    BodyTooLarge,
+    ClientDisconnected,
+    Webhook,
+    read_body,
+    route_path,
+    validation_details,
+)
 from handler_kit.testing import running_server
 from tests.server.support import TOKEN, client_for
 from tests.support.apps.webhook import HANG_CLOSED_TIMEOUT, HANG_OPEN_TIMEOUT, SECRET_DETAIL
@@ -607,3 +616,166 @@ def test_a_body_in_several_messages_is_read_whole(server: Any) -> None:
         response = client.post("/hooks/gate", content=chunks())
     assert response.status_code == 200
     assert response.json()["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+# -- what observers get for an unreadable input; the route below a mount point; the webhook as
+# an ASGI endpoint of its own --------------------------------------------------------------
+
+TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+GATE_UNREADABLE = {
+    "hookSpecificOutput": {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "deny",
+        "permissionDecisionReason": "Blocked by policy: the check 'gate' could not read the hook "
+        "input, and it is configured to fail closed.",
+    }
+}
+
+
+def _gate_app() -> HookApp:
+    app = HookApp("observed")
+
+    @app.pre_tool_use(fail_closed=True)
+    def gate(event: PreToolUse) -> Any:
+        return allow()
+
+    return app
+
+
+def test_observers_get_an_unreadable_inputs_ids_body_and_trace(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    seen: list[tuple[Any, ...]] = []
+    app = _gate_app().extended(
+        observers=[lambda a, t, c: seen.append((a.event.session_id, a.output, t, c))]
+    )
+    config = ServerConfig(tokens=[TOKEN], max_body_bytes=300)
+    body = json.dumps({"hook_event_name": "PreToolUse", "session_id": "s-9", "tool_name": 5})
+    headers = {"Authorization": f"Bearer {TOKEN}", "traceparent": TRACEPARENT}
+    over = [b"x" * 200, b"x" * 200]
+
+    def slowly() -> Iterator[bytes]:  # in two ASGI messages: the second comes later
+        yield over[0]
+        time.sleep(0.3)
+        yield over[1]
+
+    with (
+        caplog.at_level(logging.WARNING, logger="handler_kit"),
+        running_server(app, config=config) as server,
+    ):
+        # unreadable; over the cap, announced in its head; over the cap, found while read
+        for content in (body.encode(), b"".join(over), slowly()):
+            response = httpx.post(f"{server.url}/hooks/gate", content=content, headers=headers)
+            assert (response.status_code, response.json()) == (200, GATE_UNREADABLE)
+    said = "gate could not read its PreToolUse input ({}): answered with its safe decision"
+    too_large = said.format("body_too_large: the body is over the 300-byte limit")
+    assert [r.getMessage() for r in caplog.records if "could not read" in r.getMessage()] == [
+        said.format("invalid_event: the hook input failed validation"),
+        too_large,
+        too_large,
+    ]
+    trace = {"principal": "token#0", "traceparent": TRACEPARENT}
+    assert seen == [
+        ("s-9", GATE_UNREADABLE, "webhook", {**trace, "body": body.encode()}),
+        # nothing of a body over the cap is kept
+        (None, GATE_UNREADABLE, "webhook", {**trace, "body": None}),
+        (None, GATE_UNREADABLE, "webhook", {**trace, "body": None}),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("path", "root", "below"),
+    [
+        ("/hooks/x", "", "/hooks/x"),
+        ("/agent/hooks/x", "/agent", "/hooks/x"),
+        ("/agent", "/agent", ""),
+        ("/agentx/hooks", "/agent", "/agentx/hooks"),
+        ("/other/hooks", "/agent", "/other/hooks"),
+    ],
+)
+def test_route_path_below_the_mount_point(path: str, root: str, below: str) -> None:
+    assert route_path({"path": path, "root_path": root}) == below
+    if not root:
+        assert route_path({"path": path}) == below
+
+
+def test_validation_details_name_each_path_or_the_body() -> None:
+    class Model(BaseModel):
+        items: list[int]
+
+    with pytest.raises(ValidationError) as nested:
+        Model.model_validate({"items": [1, "x"]})
+    assert validation_details(nested.value) == [
+        {
+            "path": "items.1",
+            "message": "Input should be a valid integer, unable to parse string as an integer",
+        }
+    ]
+    with pytest.raises(ValidationError) as whole:
+        TypeAdapter(int).validate_python("x")
+    assert validation_details(whole.value) == [
+        {
+            "path": "(body)",
+            "message": "Input should be a valid integer, unable to parse string as an integer",
+        }
+    ]
+
+
+def test_the_webhook_is_an_asgi_endpoint_below_a_mount_point() -> None:
+    """Served alone (no auth in front, so the request's own headers are read) and mounted at
+    /agent: the gate's answer, and its safe decision for an input it cannot read."""
+    webhook = Webhook(_gate_app(), max_body_bytes=300, require_event_header=False)
+    event = json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {}})
+
+    async def post(root: str, path: str, content: bytes) -> httpx.Response:
+        transport = httpx.ASGITransport(app=webhook, root_path=root)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            return await client.post(path, content=content)
+
+    allowed = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}
+    for root, path in (("", "/hooks/gate"), ("/agent", "/agent/hooks/gate")):
+        answered = asyncio.run(post(root, path, event.encode()))
+        assert (answered.status_code, answered.json()) == (200, allowed)
+        unreadable = asyncio.run(post(root, path, b"[]"))
+        assert (unreadable.status_code, unreadable.json()) == (200, GATE_UNREADABLE)
+    missing = asyncio.run(post("/agent", "/agent/hooks/other", event.encode()))
+    assert missing.status_code == 404
+
+
+def _read(messages: list[dict[str, Any]], limit: int, first: bool = False) -> bytes:
+    """read_body over these ASGI messages; ``first``: the first one handed in as received."""
+    queue = list(messages)
+
+    async def receive() -> dict[str, Any]:
+        return queue.pop(0)
+
+    async def read() -> bytes:
+        return await read_body(receive, limit, queue.pop(0) if first else None)
+
+    body = asyncio.run(read())
+    assert queue == []  # every message read, none past the last
+    return body
+
+
+REQUEST = "http.request"
+
+
+@pytest.mark.parametrize("first", [False, True], ids=["received", "handed-in"])
+def test_read_body_joins_the_messages_up_to_the_limit(first: bool) -> None:
+    assert _read([{"type": REQUEST, "body": b"abc"}], 3, first) == b"abc"
+    assert _read([{"type": REQUEST}], 3, first) == b""
+    chunked = [
+        {"type": REQUEST, "body": b"ab", "more_body": True},
+        {"type": REQUEST, "more_body": True},
+        {"type": REQUEST, "body": b"cd", "more_body": True},
+        {"type": REQUEST, "body": b"e"},
+    ]
+    assert _read(chunked, 5, first) == b"abcde"
+    with pytest.raises(BodyTooLarge):
+        _read([{"type": REQUEST, "body": b"abcd"}], 3, first)
+    with pytest.raises(BodyTooLarge):
+        _read(chunked, 4, first)
+    with pytest.raises(ClientDisconnected):
+        _read([{"type": "http.disconnect"}], 3, first)
+    with pytest.raises(ClientDisconnected):
+        _read([{"type": REQUEST, "body": b"ab", "more_body": True}, {"type": "http.disconnect"}], 9)
