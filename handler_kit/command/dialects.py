@@ -327,9 +327,14 @@ def _mapped_rewrite(
     else:
         if parts.decision == "allow":
             parts.decision = None
+        # a rewrite beside a deny (or an ask) drops the rewrite, not the decision
+        outcome = (
+            "the call runs with its original input"
+            if parts.decision is None
+            else f"the rewrite is dropped and the {parts.decision!r} stands"
+        )
         notes.append(
-            f"{event}: the {runtime} dialect cannot carry a rewritten tool input; the call "
-            "runs with its original input"
+            f"{event}: the {runtime} dialect cannot carry a rewritten tool input; {outcome}"
         )
 
 

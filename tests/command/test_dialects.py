@@ -650,3 +650,23 @@ def test_context_that_is_not_text_is_no_context(context: Any) -> None:
         "hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": context}
     }
     assert dialects.render("posit", "UserPromptSubmit", output) == dialects.Rendered(0, b"{}\n", "")
+
+
+def test_a_deny_with_a_rewrite_keeps_the_deny_and_says_so() -> None:
+    """Where the rewrite cannot be carried, a deny beside it stands: the note says the rewrite
+    is dropped, not that the call runs."""
+    output = {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": "no",
+            "updatedInput": {"command": "ls"},
+        }
+    }
+    rendered = dialects.render("posit", "PreToolUse", output)
+    assert rendered.code == 0
+    assert json.loads(rendered.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert rendered.notes == (
+        "PreToolUse: the posit dialect cannot carry a rewritten tool input; the rewrite is "
+        "dropped and the 'deny' stands",
+    )
