@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from bench import payload
@@ -202,6 +203,11 @@ class Side:
         self.headers = headers
         self.body = body
         self.server: Server | None = None
+        # entered around each load of this side (a side that runs something beside its
+        # server only while it is measured)
+        self.during_load: Callable[[], contextlib.AbstractContextManager[object]] = (
+            contextlib.nullcontext
+        )
         self.status = "ok"
         self.reason = ""
         self.runs: dict[int, list[dict]] = {}
@@ -288,7 +294,7 @@ def compare_servers(
         # warm-up: imports, caches, JIT-free but allocator-warm; a quick run's figures are
         # not read, so it goes without
         for side in [] if args.quick else live:
-            with contextlib.suppress(LoadError, subprocess.TimeoutExpired):
+            with contextlib.suppress(LoadError, subprocess.TimeoutExpired), side.during_load():
                 lg.run(side.server.port, side.path, side.headers, side.body, max(conns), 1)
         for rnd in range(args.rounds):
             for i, c in enumerate(conns):
@@ -301,9 +307,15 @@ def compare_servers(
                 for side in order:
                     cpu_before = side.server.cpu_seconds()
                     try:
-                        res = lg.run(
-                            side.server.port, side.path, side.headers, side.body, c, args.duration
-                        ).as_dict()
+                        with side.during_load():
+                            res = lg.run(
+                                side.server.port,
+                                side.path,
+                                side.headers,
+                                side.body,
+                                c,
+                                args.duration,
+                            ).as_dict()
                     except (LoadError, subprocess.TimeoutExpired) as exc:
                         res = {"error": str(exc)[-500:]}
                     cpu_after = side.server.cpu_seconds()

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from bench import payload
+from bench.idle_neighbour import spinning
 from bench.loadgen import HERE, LoadError, LoadGenerator, LoadResult, _parse
 from bench.procs import ROOT, Server, ServerError, free_port, get
 from bench.run import (
@@ -102,6 +103,8 @@ def _floor_side(args, lg: LoadGenerator, log_dir: Path) -> Side:
         env={"HANDLER_KIT_TOKENS": payload.TOKEN, "HANDLER_KIT_METRICS": "1"},
         log_dir=log_dir,
     )
+    server = side.server
+    side.during_load = lambda: spinning(server.proc.pid if server.proc is not None else -1)
     return side
 
 
