@@ -11,16 +11,17 @@ affinity the bench pins the server to, as the candidate does) and dies with it.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import signal
 import sys
 from collections.abc import Iterator
 
+from bench.procs import children, die_with_parent
+
 
 def _spin() -> None:
-    with contextlib.suppress(OSError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    # SIGKILL, not the default SIGTERM: a stopped process keeps any other signal pending
+    die_with_parent(signal.SIGKILL)
     try:
         os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
     except (AttributeError, OSError):
@@ -35,7 +36,7 @@ def _spin() -> None:
 @contextlib.contextmanager
 def spinning(server_pid: int) -> Iterator[None]:
     """The busy loop beside the server ``server_pid`` runs while the block runs."""
-    loops = [pid for pid in _children(server_pid) if _is_loop(pid)]
+    loops = [pid for pid in children(server_pid) if _is_loop(pid)]
     for pid in loops:
         os.kill(pid, signal.SIGCONT)
     try:
@@ -44,18 +45,6 @@ def spinning(server_pid: int) -> Iterator[None]:
         for pid in loops:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGSTOP)
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            with contextlib.suppress(OSError):
-                with open(f"/proc/{entry}/stat") as stat:
-                    text = stat.read()
-                if int(text[text.rindex(")") + 2 :].split()[1]) == pid:
-                    found.append(int(entry))
-    return found
 
 
 def _is_loop(pid: int) -> bool:

@@ -23,13 +23,14 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _die_with_parent() -> None:
-    """preexec_fn: SIGTERM this child if the bench process dies (e.g. killed by a timeout)."""
+def die_with_parent(sig: int = signal.SIGTERM) -> None:
+    """preexec_fn: ``sig`` for this child when its parent dies (the bench process killed by a
+    timeout, say)."""
     with contextlib.suppress(Exception):
         import ctypes
 
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        libc.prctl(1, sig)  # PR_SET_PDEATHSIG
 
 
 class Pinning:
@@ -79,24 +80,33 @@ def _stat(pid: int) -> list[str] | None:
     return raw[raw.rindex(")") + 2 :].split()  # fields from 3 (state) on; comm may hold spaces
 
 
-def tree_cpu_seconds(root: int) -> float | None:
-    """utime + stime of ``root`` and every live descendant, or None without /proc."""
-    parents: dict[int, int] = {}
-    ticks: dict[int, int] = {}
+def _processes() -> dict[int, tuple[int, int]]:
+    """Every process's (parent pid, utime + stime ticks), from Linux's /proc (empty without)."""
+    found: dict[int, tuple[int, int]] = {}
     with contextlib.suppress(OSError):
         for entry in os.scandir("/proc"):
             if entry.name.isdigit():
                 fields = _stat(int(entry.name))
                 if fields:
-                    parents[int(entry.name)] = int(fields[1])
-                    ticks[int(entry.name)] = int(fields[11]) + int(fields[12])
-    if root not in ticks:
+                    found[int(entry.name)] = (int(fields[1]), int(fields[11]) + int(fields[12]))
+    return found
+
+
+def children(pid: int) -> list[int]:
+    """The live processes whose parent is ``pid``."""
+    return [child for child, (parent, _) in _processes().items() if parent == pid]
+
+
+def tree_cpu_seconds(root: int) -> float | None:
+    """utime + stime of ``root`` and every live descendant, or None without /proc."""
+    processes = _processes()
+    if root not in processes:
         return None
     total, todo = 0, [root]
     while todo:
         pid = todo.pop()
-        total += ticks.get(pid, 0)
-        todo.extend(child for child, parent in parents.items() if parent == pid)
+        total += processes[pid][1] if pid in processes else 0
+        todo.extend(child for child, (parent, _) in processes.items() if parent == pid)
     return total / _TICKS
 
 
@@ -143,7 +153,7 @@ class Server:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
         finally:
             log.close()
