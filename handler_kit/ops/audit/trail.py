@@ -165,6 +165,29 @@ START_PROBE_WAIT = 5.0
 _STOP = object()
 
 
+class Wake:
+    """What the writer thread sleeps on between batches: a flag that :meth:`wait` clears as it
+    returns, kept as one lock of the interpreter's C code (``threading.Event.wait`` and
+    ``set`` run several Python frames of its condition each time, once per batch)."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()  # held: not set
+
+    def set(self) -> None:
+        """Wake the waiter (or the next wait returns at once); any thread may set it."""
+        try:  # noqa: SIM105 (contextlib.suppress runs two Python frames)
+            self._lock.release()
+        except RuntimeError:  # released already: set already
+            pass
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Until set, or ``timeout`` seconds (None: for good); True when set, and cleared."""
+        return self._lock.acquire(True, -1 if timeout is None else timeout)
+
+
 class AuditTrail:
     """A bounded queue of observed answers, drained by a writer thread into the sinks.
 
@@ -257,7 +280,7 @@ class AuditTrail:
         self._stalled_at = -1
         self.process: AuditProcess | None = None
         self._items: collections.deque[Any] = collections.deque()
-        self._wake = threading.Event()
+        self._wake = Wake()
         self._drained = threading.Condition()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -605,7 +628,6 @@ class AuditTrail:
         stop = False
         while not stop:
             self._wake.wait(self.interval)
-            self._wake.clear()
             while items:
                 batch: list[Capture] = []
                 markers: list[threading.Event] = []
@@ -661,7 +683,6 @@ class AuditTrail:
         while not stop:
             down = self._failure is not None or not self._proven
             self._wake.wait(PROBE_INTERVAL if down else None)
-            self._wake.clear()
             if not items and (self._failure is not None or not self._proven):
                 self._probe()
             while items:
