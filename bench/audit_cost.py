@@ -56,7 +56,8 @@ def observed(count: int) -> list[Any]:
             out.append((await app.answer(event), body))
         return out
 
-    kept = {"body"} & set(getattr(Observed, "__slots__", ()))  # a version before it: none
+    # the fields a version before them has not: the body, and that the event is its validation
+    slots = set(getattr(Observed, "__slots__", ()))
     return [
         Observed(
             answer=answer,
@@ -65,7 +66,11 @@ def observed(count: int) -> list[Any]:
             traceparent=None,
             end_ns=time.time_ns() + i * 1_000_000,
             pid=os.getpid(),
-            **({"body": body} if kept else {}),
+            **{
+                name: value
+                for name, value in (("body", body), ("event_from_body", True))
+                if name in slots
+            },
         )
         for i, (answer, body) in enumerate(asyncio.run(answers()))
     ]

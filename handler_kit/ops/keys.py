@@ -4,7 +4,8 @@ audit trail alike (each record holds its key, so a replay can be traced to what 
 ``scope:event:handler:digest``: the scope (tool_use_id / turn_id / prompt_id / session_id)
 names the call, the digest of the input as received makes a reused identifier with another
 input another call. Plain functions of the hook input: the idempotency wrapper imports them
-without the audit trail, and the audit writer process without the handler models.
+without the audit trail; :func:`body_input` is the audit writer process's (the same text,
+from the webhook's body).
 """
 
 from __future__ import annotations
@@ -13,7 +14,11 @@ import hashlib
 import json
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError, to_json
+
+from handler_kit.core.events import model_for
+from handler_kit.core.vocabulary import load_json
 
 if TYPE_CHECKING:
     from handler_kit.core.events import HookEvent
@@ -70,6 +75,22 @@ def input_json(event: HookEvent) -> str:
     # depth 0: the input around its values, which are level 1 as in the input limit
     value = cut_deep(event.model_dump(exclude_none=True), 0)
     return json.dumps(value, separators=(",", ":"))
+
+
+def body_input(event_name: str, body: bytes) -> tuple[str, dict[str, Any]]:
+    """:func:`input_json` of the ``event_name`` input the webhook read from ``body``, and the
+    input's values by field name (its model's fields, None where absent, then the fields the
+    model does not know). The model validates the body as the webhook does (pydantic-core's
+    JSON validation, else the standard library's reading of what pydantic-core refuses), so the
+    text, and the digest of the idempotency keys, are the ones the answer path would have
+    written. The audit writer process derives them: the server's process hands the body over."""
+    model = model_for(event_name)
+    try:
+        event = model.model_validate_json(body)
+    except ValidationError:
+        event = model.model_validate(load_json(body))
+    extra = event.model_extra
+    return input_json(event), {**event.__dict__, **extra} if extra else event.__dict__
 
 
 def input_digest(event: HookEvent) -> str:

@@ -284,7 +284,9 @@ class Webhook:
                 handlers = self.hook_app.matching(event)
             else:
                 handlers = [handler] if handler.matches(event.matcher_value()) else []
-            context = _context(scope, headers.get(b"traceparent"), body) if self._observed else None
+            context = (
+                _context(scope, headers.get(b"traceparent"), body, True) if self._observed else None
+            )
             answer = await self.hook_app.answer(
                 event, handlers, transport="webhook", context=context
             )
@@ -394,7 +396,7 @@ class Webhook:
             [handler],
             f"{error.code}: {error.message}",
             transport="webhook",
-            context=_context(scope, headers.get(b"traceparent"), body or None),
+            context=_context(scope, headers.get(b"traceparent"), body or None, False),
             known=top_level_strings(body, INPUT_ID_FIELDS) if body else None,
         )
         if answer is None:  # the handler does not fail closed
@@ -430,10 +432,18 @@ def _body(answer: Answer, event: HookEvent) -> bytes:
         raise HTTPError(500, "handler_failed", "the handler failed; see the server log") from None
 
 
-def _context(scope: Scope, traceparent: bytes | None, body: bytes | None) -> dict[str, Any]:
+def _context(
+    scope: Scope, traceparent: bytes | None, body: bytes | None, validated: bool
+) -> dict[str, Any]:
     """What observers (audit, metrics, tracing) get with a webhook answer: ``body``, the
-    input as received, is what the audit record digests (and keeps whole when asked)."""
-    context: dict[str, Any] = {"principal": scope.get("handler_kit.principal"), "body": body}
+    input as received, is what the audit record digests (and keeps whole when asked);
+    ``event_from_body``, whether the answered event is the body validated by its event's model
+    (the audit writer then derives the input's text from the body, not the server)."""
+    context: dict[str, Any] = {
+        "principal": scope.get("handler_kit.principal"),
+        "body": body,
+        "event_from_body": validated,
+    }
     if traceparent is not None:
         context["traceparent"] = traceparent.decode("latin-1")
     return context

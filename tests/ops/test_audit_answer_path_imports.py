@@ -40,6 +40,12 @@ def _event(n: int) -> PreToolUse:
     )
 
 
+def _context(n: int) -> dict[str, Any]:
+    """The webhook's context: the body the event was validated from."""
+    body = _event(n).model_dump_json(exclude_none=True).encode()
+    return {"body": body, "event_from_body": True}
+
+
 def test_recording_answers_runs_no_import_of_the_ops_package(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -59,7 +65,7 @@ def test_recording_answers_runs_no_import_of_the_ops_package(
         return original(name, *args, **kwargs)
 
     async def answer(n: int) -> None:
-        await served.answer(_event(n), transport="webhook", context={"body": b"{}"})
+        await served.answer(_event(n), transport="webhook", context=_context(n))
 
     try:
         asyncio.run(answer(0))
@@ -98,7 +104,7 @@ def test_durable_answers_commit_without_an_import_of_the_ops_package(
         for n in range(4):
             if n == 1:
                 monkeypatch.setattr(builtins, "__import__", counting)
-            answer = await served.answer(_event(n), transport="webhook", context={"body": b"{}"})
+            answer = await served.answer(_event(n), transport="webhook", context=_context(n))
             outputs.append(answer.output)
         monkeypatch.setattr(builtins, "__import__", original)
         return outputs

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from handler_kit.core.events import model_for
 from handler_kit.core.outputs import SAFE_DECISIONS
 from handler_kit.core.vocabulary import Status, fail_closed_notice
 from handler_kit.ops.audit.records import (
@@ -92,6 +93,9 @@ class Observed:
     decision_id: str = field(default_factory=new_event_id)
     # the input as received, when the transport had it (the webhook's body)
     body: bytes | None = None
+    # whether the event is ``body`` validated by its event's model (the webhook's answers to
+    # inputs it read): the writer derives the input's text from the body
+    event_from_body: bool = False
 
 
 def invocation_decision(inv: Invocation, event_name: str) -> tuple[str | None, str | None]:
@@ -135,6 +139,7 @@ def capture(item: Observed | Capture) -> Capture:
     trace = item.trace
     # tuple.__new__: the NamedTuple's own __new__ is a Python function, one more frame
     decision_id = item.decision_id
+    body = item.body
     return _new_tuple(
         Capture,
         (
@@ -146,8 +151,11 @@ def capture(item: Observed | Capture) -> Capture:
             item.traceparent,
             item.pid,
             name,
-            input_json(event),
-            item.body,
+            # the webhook's input: the writer derives its text from the body (keys.body_input)
+            None
+            if item.event_from_body and body is not None and type(event) is model_for(name)
+            else input_json(event),
+            body,
             answer.output,
             answer.failed,
             invocations,

@@ -3,7 +3,8 @@
 Pure functions of a :class:`Capture` (plain values copied out of an answer), so the same code
 builds the records in the server's writer thread, in the audit writer process
 (:mod:`handler_kit.ops.audit.process`) and in a command hook. This module imports nothing of the
-server or of the handler models: the writer process stays small and starts fast.
+server; of the handler models, their validation of a webhook's body (the writer process derives
+the input's text from it: :func:`~handler_kit.ops.keys.body_input`).
 
 **What is recorded** (``SCHEMA_VERSION`` 2): one record per decision, as a policy engine's
 decision log has it (``docs/production.md`` lists the fields):
@@ -65,9 +66,9 @@ from handler_kit.core.names import Status
 
 # the key helpers lived here before ops/keys.py: importable from here still
 from handler_kit.ops.keys import SCOPE_FIELDS as SCOPE_FIELDS
+from handler_kit.ops.keys import body_input, scope_of
 from handler_kit.ops.keys import input_digest_of as input_digest_of
 from handler_kit.ops.keys import make_key as make_key
-from handler_kit.ops.keys import scope_of
 
 SCHEMA_VERSION = 2
 REDACTED = "[REDACTED]"
@@ -363,8 +364,10 @@ class Capture(NamedTuple):
     ``event_id``: the record's own id (a decision's is its decision id, assigned when the
     answer was captured); ``decision_id``: the decision it belongs to (a decision's own id; a
     shadow record's, the enforced decision's). ``input_json``: the hook input as serialized
-    for the idempotency keys; ``body``: the input as received, when the transport had it (the
-    webhook's body: the input digest, and what ``HANDLER_KIT_AUDIT_INPUT=full`` records).
+    for the idempotency keys, None when ``body`` is the webhook's (whoever builds the record
+    derives it: :func:`~handler_kit.ops.keys.body_input`, so the server's process does
+    not write it); ``body``: the input as received, when the transport had it (the webhook's
+    body: the input digest, and what ``HANDLER_KIT_AUDIT_INPUT=full`` records).
     ``invocations``: ``(handler, status, decision, reason, error, latency_ms, output,
     replayed)`` each, ``status`` being the status's text and ``output`` the rendered JSON (the
     very ``output`` object of the answer when one handler answered). ``trace``: ids the tracer
@@ -382,7 +385,7 @@ class Capture(NamedTuple):
     traceparent: str | None
     pid: int
     event: str
-    input_json: str
+    input_json: str | None
     body: bytes | None
     output: dict[str, Any]
     failed: bool
@@ -589,10 +592,14 @@ def record(capture: Capture, app: str, policy: RecordPolicy) -> dict[str, Any]:
     ) = capture
     redactor = policy.redactor
     text = redactor.text
-    try:
-        data = from_json(input_text)
-    except ValueError:  # what only the standard library reads (a lone surrogate's escape)
-        data = json.loads(input_text)
+    if input_text is None:  # the webhook's: derived from the body, as the answer path would
+        assert body is not None, "a capture without the input's text has its body"
+        input_text, data = body_input(name, body)
+    else:
+        try:
+            data = from_json(input_text)
+        except ValueError:  # what only the standard library reads (a lone surrogate's escape)
+            data = json.loads(input_text)
     get = data.get
     key = f"{scope_of(data)}:{name}:"
     # the idempotency keys' digest: of the input as serialized, as the idempotency store has it

@@ -316,6 +316,7 @@ class AuditTrail:
             None,
             decision_id,
             context.get("body"),
+            context.get("event_from_body", False),
         )
         item.ack = self.submit(item)
         return item
