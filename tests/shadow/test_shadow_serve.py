@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -177,12 +176,12 @@ def test_a_candidate_whose_process_dies_loses_only_what_it_had(baseline: list[Se
         answered = metric(url, "handler_kit_shadow_answers_total")
         lost = metric(url, "handler_kit_shadow_shed_total", reason="lost")
         assert answered + lost == 7
-        time.sleep(1.5)  # the new process starts a second after
+        # said as the new process is started, a second after: what comes next is its
+        server.wait_for_output("ended with status 3")
         send_all(url, REQUESTS[:6])  # no git status: every one answered
         assert wait_for_metric(url, "handler_kit_shadow_answers_total", answered + 6) == (
             answered + 6
         )
-        assert "ended with status 3" in server.output()
 
 
 def _descendants(pid: int) -> dict[int, str]:

@@ -54,12 +54,13 @@ def failing_app() -> HookApp:
         """A policy gate that raises."""
         raise RuntimeError("secret detail")
 
-    @hooks.pre_tool_use(name="slow_gate", timeout=1, fail_closed=True)
+    # short deadlines: the handlers always sleep past them (a slower machine only later)
+    @hooks.pre_tool_use(name="slow_gate", timeout=0.3, fail_closed=True)
     async def slow_gate(event: PreToolUse) -> Any:
         await asyncio.sleep(5)
         return deny("too late")
 
-    @hooks.stop(timeout=1)
+    @hooks.stop(timeout=0.3)
     async def slow_check(event: Stop) -> Any:
         await asyncio.sleep(3)
         return block("too late")
