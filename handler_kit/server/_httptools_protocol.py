@@ -22,6 +22,9 @@ parser uvicorn picks when it is installed, as ``uvicorn[standard]`` does) adds:
   runtime reads as "proceed". A connection counts from its opening to its first answer; after
   that it is a client that got through, bounded by the keep-alive timeout (and the auth
   failure limit, for one that gets through with a wrong token);
+- an answer's head and body written together: uvicorn writes each when the app sends it, two
+  sends and two TCP segments for an answer whose body follows its head at once (see
+  :class:`_Writer`);
 - JSON bodies on the answers uvicorn gives itself (400 for a request httptools cannot parse,
   503 past ``limit_concurrency``), like every other refusal of the server: a client reads one
   error shape, ``{"error": ..., "message": ...}``.
@@ -87,9 +90,11 @@ class HttpToolsProtocol(httptools_impl.HttpToolsProtocol):
         # the client address this connection counts against until its first answer; None
         # once answered (or for a peer without an address, a Unix socket)
         self.counted_as: str | None = None
+        self.writer: _Writer | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self.writer = _Writer(transport, self.loop)
         address = _address_key(self.client[0]) if self.client else None
         if address is not None:
             if self.unanswered[address] >= self.max_unanswered:
@@ -163,6 +168,7 @@ class HttpToolsProtocol(httptools_impl.HttpToolsProtocol):
     def _start_asgi_task(self, cycle: Any, app: Any) -> None:
         if app is _UVICORN_BUSY:
             app = _service_unavailable
+        cycle.transport = self.writer
         _start_asgi_task(self, cycle, app)
 
     def _head_too_large(self) -> None:
@@ -202,6 +208,49 @@ class HttpToolsProtocol(httptools_impl.HttpToolsProtocol):
             payload,
         ]
         self.transport.write(b"".join(content))
+        self.transport.close()
+
+
+class _Writer:
+    """What a request's cycle writes to: the connection's transport, with each write held
+    until the next one or the end of the event loop's pass, whichever comes first.
+
+    uvicorn writes a response's head when the app starts it and its body when the app sends
+    it, and the transport sends each at once: two sends and two TCP segments per answer, where
+    the answer is one small JSON body sent right after its head. Held, the head leaves with the
+    body in one send; a head whose body comes later (a streamed answer) or a ``100 Continue``
+    leaves at the end of the pass, before the loop waits for the network again.
+    """
+
+    __slots__ = ("held", "loop", "transport")
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self.transport = transport
+        self.loop = loop
+        self.held: bytes | None = None
+
+    def write(self, data: bytes) -> None:
+        held = self.held
+        if held is None:
+            self.held = data
+            self.loop.call_soon(self.flush)
+        else:
+            self.held = None
+            self.transport.write(held + data)
+
+    def flush(self) -> None:
+        held = self.held
+        # a connection lost or closed since takes nothing more, as uvicorn writes nothing to one
+        if held is not None:
+            self.held = None
+            if not self.transport.is_closing():
+                self.transport.write(held)
+
+    def is_closing(self) -> bool:
+        return self.transport.is_closing()
+
+    def close(self) -> None:
+        self.flush()
         self.transport.close()
 
 
