@@ -12,15 +12,29 @@ from tests.support.processes import Process, clean_env, free_port, serve
 
 APP = "example_servers.refund_gate:app"
 TOKEN = "response-writes-token-0123456789"
+# the refund gate is async and awaits nothing: answered on the event loop's thread, where a
+# sync handler's thread would write to wake the loop (and, racing it, the loop's thread too)
 EVENT = json.dumps(
-    {"hook_event_name": "SessionStart", "session_id": "s1", "source": "startup"}
+    {
+        "hook_event_name": "PreToolUse",
+        "session_id": "s1",
+        "tool_name": "issue_refund",
+        "tool_input": {"order_id": "4821", "amount": 640},
+    }
 ).encode()
+DENY = {
+    "hookSpecificOutput": {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "deny",
+        "permissionDecisionReason": "Refunds over $500 need a human approver.",
+    }
+}
 TIMEOUT = 20.0
 
 
 def request(extra: bytes = b"") -> bytes:
     return (
-        b"POST /hooks HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        b"POST /hooks/refund_gate HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         b"Authorization: Bearer " + TOKEN.encode() + b"\r\n"
         b"Content-Type: application/json\r\n"
         b"Content-Length: %d\r\n" % len(EVENT) + extra + b"\r\n"
@@ -44,8 +58,7 @@ def read_answer(sock: socket.socket) -> tuple[bytes, dict]:
 
 
 def writes_of(server: Process) -> int:
-    """The write system calls the server's event loop (its main thread) has made so far; a
-    sync handler's thread writes too, to wake the loop when it is done."""
+    """The write system calls the server's event loop (its main thread) has made so far."""
     pid = server.proc.pid
     with open(f"/proc/{pid}/task/{pid}/io") as io:
         return next(int(line.split()[1]) for line in io if line.startswith("syscw:"))
@@ -65,7 +78,7 @@ def test_each_answer_is_written_in_one_write_call() -> None:
             sock.sendall(request() + EVENT)
             head, body = read_answer(sock)
             assert head.startswith(b"HTTP/1.1 200 "), head
-            assert "Fjord Outfitters returns policy" in json.dumps(body)
+            assert body == DENY
         assert writes_of(server) - before == 20
 
 
@@ -86,4 +99,4 @@ def test_a_100_continue_is_sent_before_the_body_it_asks_for() -> None:
         sock.sendall(EVENT)
         head, body = read_answer(sock)
         assert head.startswith(b"HTTP/1.1 200 "), head
-        assert "Fjord Outfitters returns policy" in body["hookSpecificOutput"]["additionalContext"]
+        assert body == DENY
