@@ -14,7 +14,8 @@ parser uvicorn picks when it is installed, as ``uvicorn[standard]`` does) adds:
 - a head timeout: the request line and headers must have arrived within ``head_timeout``
   seconds of their first byte, or the request is answered 408 and the connection closed;
 - a head size limit: a request line and headers over ``max_head_bytes`` are answered 431
-  (httptools has no limit of its own; uvicorn's ``h11_max_incomplete_event_size`` is h11's);
+  (httptools has no limit of its own; uvicorn's ``h11_max_incomplete_event_size`` is h11's),
+  measured when the head is whole and at the end of each read that leaves it unfinished;
 - a limit per client address on connections not yet answered (``max_unanswered``): past it, a
   new connection from that address is answered 429 and closed at once, before it can take one
   of the worker's ``limit_concurrency`` places. Without it, one address opening a connection
@@ -40,6 +41,7 @@ import ipaddress
 import json
 import weakref
 from collections import Counter
+from itertools import chain
 from typing import Any
 
 from uvicorn.protocols.http import flow_control, httptools_impl
@@ -80,7 +82,6 @@ class HttpToolsProtocol(httptools_impl.HttpToolsProtocol):
         self.head_timeout = head_timeout
         self.max_head_bytes = max_head_bytes
         self.head_timer: asyncio.TimerHandle | None = None
-        self.head_bytes = 0
         # True while the next request's head is awaited: since the connection was made, or
         # since the previous response (when nothing pipelined is queued). Its first byte
         # starts the head timer.
@@ -113,40 +114,32 @@ class HttpToolsProtocol(httptools_impl.HttpToolsProtocol):
         self._uncount()
         super().connection_lost(exc)
 
-    # The parser calls these once per request and once per header: the base methods are
-    # called as plain functions (no super() object each time), and the per-header ones are
-    # the base's own code with the count added (no second call per header).
+    # The parser calls these once per request: the base methods are called as plain functions
+    # (no super() object each time). The head's size is taken once it is whole, and at the end
+    # of a read that leaves one unfinished, not per header: a head over the limit is refused
+    # at most one read past it.
 
     def data_received(self, data: bytes) -> None:
-        if not self.awaiting_head or self.head_timer is not None:
-            _data_received(self, data)
-            return
         _data_received(self, data)
-        # Armed only when the head did not arrive whole in this first read (almost every
-        # request's does: then no timer is made and cancelled per request), counted from
-        # that read; not restarted by later bytes: a line now and then must not keep the
-        # head open.
-        if self.awaiting_head and self.head_timer is None and not self.transport.is_closing():
+        scope = self.scope
+        if scope is None or "method" in scope:
+            return  # no head begun, or none left unfinished by this read
+        if self.transport.is_closing():
+            return
+        if self._head_over_limit():
+            self._refuse(431, _HEAD_TOO_LARGE)
+        elif self.awaiting_head and self.head_timer is None:
+            # Armed only when the head did not arrive whole in its first read (almost every
+            # request's does: then no timer is made and cancelled per request), counted from
+            # that read; not restarted by later bytes: a line now and then must not keep the
+            # head open.
             self.head_timer = self.loop.call_later(self.head_timeout, self._head_timed_out)
 
-    def on_url(self, url: bytes) -> None:
-        self.head_bytes += len(url)
-        if self.head_bytes > self.max_head_bytes:
-            self._head_too_large()
-        self.url += url
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self.head_bytes += len(name) + len(value)
-        if self.head_bytes > self.max_head_bytes:
-            self._head_too_large()
-        name = name.lower()
-        if name == b"expect" and value.lower() == b"100-continue":
-            self.expect_100_continue = True
-        self.headers.append((name, value))
-
     def on_headers_complete(self) -> None:
+        if self._head_over_limit():
+            self._refuse(431, _HEAD_TOO_LARGE)
+            raise _HeadTooLarge
         self.awaiting_head = False
-        self.head_bytes = 0
         if self.head_timer is not None:
             self._cancel_head_timer()
         _on_headers_complete(self)
@@ -171,9 +164,12 @@ class HttpToolsProtocol(httptools_impl.HttpToolsProtocol):
         cycle.transport = self.writer
         _start_asgi_task(self, cycle, app)
 
-    def _head_too_large(self) -> None:
-        self._refuse(431, b"the request line and headers are too large")
-        raise _HeadTooLarge
+    def _head_over_limit(self) -> bool:
+        """Whether the request line and headers so far (the URL, each header's name and
+        value) are over ``max_head_bytes``."""
+        return len(self.url) + len(b"".join(chain.from_iterable(self.headers))) > (
+            self.max_head_bytes
+        )
 
     def _head_timed_out(self) -> None:
         self.head_timer = None
@@ -254,6 +250,7 @@ class _Writer:
         self.transport.close()
 
 
+_HEAD_TOO_LARGE = b"the request line and headers are too large"
 _TOO_MANY = b"too many connections from this address are waiting for an answer; retry shortly"
 
 # Per worker (a server state is one worker's), so every connection of a worker sees the same
