@@ -14,6 +14,11 @@ Two ways to read it:
 * under ``valgrind --tool=callgrind``: instructions. Run it twice, with N and with 0 requests,
   and divide the difference by N (``bench/README.md`` has the commands); this is what
   ``--instructions`` automates.
+* ``--opcodes``: Python bytecodes executed per request, by module, between the same markers
+  (``sys.settrace`` opcode events; exact and the same on every run). The server's CPU time per
+  request follows them more closely than it follows instructions: an instruction of the
+  interpreter's own loop costs more time than one of a C parser's (``bench/README.md``,
+  "Where the wall time goes").
 
 ``--mcp`` sends the same event as the MCP ``tools/call`` a real mcp 2.3 client sends
 (``POST /mcp`` with ``bench.payload.MCP_HEADERS`` and ``MCP_BODY``) to the same app instead.
@@ -332,6 +337,36 @@ async def _drive_protocol(
     return [b"deny"] * requests
 
 
+def opcodes(side: str, requests: int, protocol: bool, mcp: bool) -> None:
+    """Print the Python opcodes per request, in all and by module (the most first); the
+    harness's own (this module's in-memory socket) are left out."""
+    import collections
+    import sys
+
+    counts: collections.Counter[str] = collections.Counter()
+
+    def tracer(frame: Any, event: str, arg: Any) -> Any:
+        if frame.f_code.co_filename == __file__:
+            return None  # the harness (its in-memory socket), not the server
+        frame.f_trace_opcodes = True
+        if event == "opcode":
+            counts[frame.f_code.co_filename] += 1
+        return tracer
+
+    # the markers of the measured part switch the tracer on and off
+    marks = os.getppid, os.getpgrp
+    os.getppid = lambda: sys.settrace(tracer)  # type: ignore[assignment,misc,func-returns-value]
+    os.getpgrp = lambda: sys.settrace(None)  # type: ignore[assignment,misc,func-returns-value]
+    try:
+        run(side, requests, warmup=200, audit=None, profile=False, protocol=protocol, mcp=mcp)
+    finally:
+        os.getppid, os.getpgrp = marks
+    print(f"{side} {PATH}: {sum(counts.values()) / requests:,.0f} opcodes per request")
+    for filename, count in counts.most_common(20):
+        where = filename.split("site-packages/")[-1].removeprefix(os.getcwd() + os.sep)
+        print(f"{count / requests:8.1f}  {where}")
+
+
 def instructions(
     side: str,
     requests: int,
@@ -363,6 +398,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--instructions", action="store_true")
     parser.add_argument(
+        "--opcodes", action="store_true", help="Python opcodes per request, by module"
+    )
+    parser.add_argument(
         "--time", action="store_true", help="best of 7 timed loops (indicative only)"
     )
     parser.add_argument(
@@ -382,6 +420,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     PATH = args.path
+    if args.opcodes:
+        opcodes(args.side, args.requests, args.protocol, args.mcp)
+        return
     if args.instructions:
         per = instructions(
             args.side, args.requests, args.audit, args.warmup, args.protocol, args.mcp

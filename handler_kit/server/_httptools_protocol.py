@@ -14,7 +14,8 @@ parser uvicorn picks when it is installed, as ``uvicorn[standard]`` does) adds:
 - a head timeout: the request line and headers must have arrived within ``head_timeout``
   seconds of their first byte, or the request is answered 408 and the connection closed;
 - a head size limit: a request line and headers over ``max_head_bytes`` are answered 431
-  (httptools has no limit of its own; uvicorn's ``h11_max_incomplete_event_size`` is h11's);
+  (httptools has no limit of its own; uvicorn's ``h11_max_incomplete_event_size`` is h11's),
+  measured when the head is whole and at the end of each read that leaves it unfinished;
 - a limit per client address on connections not yet answered (``max_unanswered``): past it, a
   new connection from that address is answered 429 and closed at once, before it can take one
   of the worker's ``limit_concurrency`` places. Without it, one address opening a connection
@@ -22,6 +23,9 @@ parser uvicorn picks when it is installed, as ``uvicorn[standard]`` does) adds:
   runtime reads as "proceed". A connection counts from its opening to its first answer; after
   that it is a client that got through, bounded by the keep-alive timeout (and the auth
   failure limit, for one that gets through with a wrong token);
+- an answer's head and body written together: uvicorn writes each when the app sends it, two
+  sends and two TCP segments for an answer whose body follows its head at once (see
+  :class:`_Writer`);
 - JSON bodies on the answers uvicorn gives itself (400 for a request httptools cannot parse,
   503 past ``limit_concurrency``), like every other refusal of the server: a client reads one
   error shape, ``{"error": ..., "message": ...}``.
@@ -37,6 +41,7 @@ import ipaddress
 import json
 import weakref
 from collections import Counter
+from itertools import chain
 from typing import Any
 
 from uvicorn.protocols.http import flow_control, httptools_impl
@@ -77,7 +82,6 @@ class HttpToolsProtocol(httptools_impl.HttpToolsProtocol):
         self.head_timeout = head_timeout
         self.max_head_bytes = max_head_bytes
         self.head_timer: asyncio.TimerHandle | None = None
-        self.head_bytes = 0
         # True while the next request's head is awaited: since the connection was made, or
         # since the previous response (when nothing pipelined is queued). Its first byte
         # starts the head timer.
@@ -87,9 +91,11 @@ class HttpToolsProtocol(httptools_impl.HttpToolsProtocol):
         # the client address this connection counts against until its first answer; None
         # once answered (or for a peer without an address, a Unix socket)
         self.counted_as: str | None = None
+        self.writer: _Writer | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self.writer = _Writer(transport, self.loop)
         address = _address_key(self.client[0]) if self.client else None
         if address is not None:
             if self.unanswered[address] >= self.max_unanswered:
@@ -108,40 +114,32 @@ class HttpToolsProtocol(httptools_impl.HttpToolsProtocol):
         self._uncount()
         super().connection_lost(exc)
 
-    # The parser calls these once per request and once per header: the base methods are
-    # called as plain functions (no super() object each time), and the per-header ones are
-    # the base's own code with the count added (no second call per header).
+    # The parser calls these once per request: the base methods are called as plain functions
+    # (no super() object each time). The head's size is taken once it is whole, and at the end
+    # of a read that leaves one unfinished, not per header: a head over the limit is refused
+    # at most one read past it.
 
     def data_received(self, data: bytes) -> None:
-        if not self.awaiting_head or self.head_timer is not None:
-            _data_received(self, data)
-            return
         _data_received(self, data)
-        # Armed only when the head did not arrive whole in this first read (almost every
-        # request's does: then no timer is made and cancelled per request), counted from
-        # that read; not restarted by later bytes: a line now and then must not keep the
-        # head open.
-        if self.awaiting_head and self.head_timer is None and not self.transport.is_closing():
+        scope = self.scope
+        if scope is None or "method" in scope:
+            return  # no head begun, or none left unfinished by this read
+        if self.transport.is_closing():
+            return
+        if self._head_over_limit():
+            self._refuse(431, _HEAD_TOO_LARGE)
+        elif self.awaiting_head and self.head_timer is None:
+            # Armed only when the head did not arrive whole in its first read (almost every
+            # request's does: then no timer is made and cancelled per request), counted from
+            # that read; not restarted by later bytes: a line now and then must not keep the
+            # head open.
             self.head_timer = self.loop.call_later(self.head_timeout, self._head_timed_out)
 
-    def on_url(self, url: bytes) -> None:
-        self.head_bytes += len(url)
-        if self.head_bytes > self.max_head_bytes:
-            self._head_too_large()
-        self.url += url
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self.head_bytes += len(name) + len(value)
-        if self.head_bytes > self.max_head_bytes:
-            self._head_too_large()
-        name = name.lower()
-        if name == b"expect" and value.lower() == b"100-continue":
-            self.expect_100_continue = True
-        self.headers.append((name, value))
-
     def on_headers_complete(self) -> None:
+        if self._head_over_limit():
+            self._refuse(431, _HEAD_TOO_LARGE)
+            raise _HeadTooLarge
         self.awaiting_head = False
-        self.head_bytes = 0
         if self.head_timer is not None:
             self._cancel_head_timer()
         _on_headers_complete(self)
@@ -163,11 +161,15 @@ class HttpToolsProtocol(httptools_impl.HttpToolsProtocol):
     def _start_asgi_task(self, cycle: Any, app: Any) -> None:
         if app is _UVICORN_BUSY:
             app = _service_unavailable
+        cycle.transport = self.writer
         _start_asgi_task(self, cycle, app)
 
-    def _head_too_large(self) -> None:
-        self._refuse(431, b"the request line and headers are too large")
-        raise _HeadTooLarge
+    def _head_over_limit(self) -> bool:
+        """Whether the request line and headers so far (the URL, each header's name and
+        value) are over ``max_head_bytes``."""
+        return len(self.url) + len(b"".join(chain.from_iterable(self.headers))) > (
+            self.max_head_bytes
+        )
 
     def _head_timed_out(self) -> None:
         self.head_timer = None
@@ -205,6 +207,50 @@ class HttpToolsProtocol(httptools_impl.HttpToolsProtocol):
         self.transport.close()
 
 
+class _Writer:
+    """What a request's cycle writes to: the connection's transport, with each write held
+    until the next one or the end of the event loop's pass, whichever comes first.
+
+    uvicorn writes a response's head when the app starts it and its body when the app sends
+    it, and the transport sends each at once: two sends and two TCP segments per answer, where
+    the answer is one small JSON body sent right after its head. Held, the head leaves with the
+    body in one send; a head whose body comes later (a streamed answer) or a ``100 Continue``
+    leaves at the end of the pass, before the loop waits for the network again.
+    """
+
+    __slots__ = ("held", "loop", "transport")
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self.transport = transport
+        self.loop = loop
+        self.held: bytes | None = None
+
+    def write(self, data: bytes) -> None:
+        held = self.held
+        if held is None:
+            self.held = data
+            self.loop.call_soon(self.flush)
+        else:
+            self.held = None
+            self.transport.write(held + data)
+
+    def flush(self) -> None:
+        held = self.held
+        # a connection lost or closed since takes nothing more, as uvicorn writes nothing to one
+        if held is not None:
+            self.held = None
+            if not self.transport.is_closing():
+                self.transport.write(held)
+
+    def is_closing(self) -> bool:
+        return self.transport.is_closing()
+
+    def close(self) -> None:
+        self.flush()
+        self.transport.close()
+
+
+_HEAD_TOO_LARGE = b"the request line and headers are too large"
 _TOO_MANY = b"too many connections from this address are waiting for an answer; retry shortly"
 
 # Per worker (a server state is one worker's), so every connection of a worker sees the same

@@ -144,6 +144,22 @@ def test_a_request_head_over_the_size_limit_is_answered_431() -> None:
         assert answered(port).status_code == 200
 
 
+def test_a_head_left_unfinished_over_the_size_limit_is_answered_431_without_its_end() -> None:
+    port = free_port()
+    # the head timeout far away: the 431 must come from the size, at the end of the read
+    env = limits_env(HANDLER_KIT_MAX_HEADER_BYTES="4KiB", HANDLER_KIT_HEADER_TIMEOUT="60")
+    with serving(port, env), connections(port, 1) as (sock,):
+        sock.sendall(
+            b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Filler: %s\r\nX-Next: 1\r\n"
+            % (b"a" * 5000)
+        )
+        reply = b""
+        while chunk := sock.recv(4096):  # until the server closes the connection
+            reply += chunk
+        assert reply.startswith(b"HTTP/1.1 431 "), reply
+        assert json_error(reply) == "request_header_fields_too_large"
+
+
 def test_past_max_connections_a_request_is_answered_503() -> None:
     port = free_port()
     limit = 5
