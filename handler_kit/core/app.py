@@ -323,12 +323,12 @@ class HookApp(EventDecorators):
         # way (the model class has __getattr__)
         name = event.hook_event_name
         if len(handlers) == 1:
-            invocations = [await self._invoke(handlers[0], event, started)]
+            invocations = [await self._invoke(handlers[0], event, name, started)]
         elif handlers:
             import asyncio
 
             invocations = list(
-                await asyncio.gather(*(self._invoke(h, event, started) for h in handlers))
+                await asyncio.gather(*(self._invoke(h, event, name, started) for h in handlers))
             )
         else:
             invocations = []
@@ -446,9 +446,11 @@ class HookApp(EventDecorators):
 
         return asyncio.run(self.answer(event, **options))
 
-    async def _invoke(self, handler: Handler, event: HookEvent, started: float) -> Invocation:
-        """Run one handler within its deadline, counted from ``started`` (when the answer
-        began, the same for every handler of the event).
+    async def _invoke(
+        self, handler: Handler, event: HookEvent, name: str, started: float
+    ) -> Invocation:
+        """Run one handler on ``event`` (of the event ``name``) within its deadline, counted
+        from ``started`` (when the answer began, the same for every handler of the event).
 
         An async handler whose own code cannot suspend (:attr:`Handler.awaits_nothing`), with
         no wrappers, is awaited as it is: no deadline could cut it short, so no timer is armed
@@ -457,12 +459,14 @@ class HookApp(EventDecorators):
         deadline."""
         if handler.awaits_nothing and not self.wrappers:
             try:
-                output = _returned(
-                    handler, event.hook_event_name, await handler.func(event), started
-                )
+                value = await handler.func(event)
+                now = time.perf_counter()
+                output = _returned(handler, name, value, now - started)
             except BaseException as exc:
-                return self._caught(handler, event.hook_event_name, exc, started)
-            return self._answered(handler, event, output, started)
+                return self._caught(handler, name, exc, started)
+            if output.is_plain:  # nothing _settle checks: on time, JSON, no loop to guard
+                return Invocation(handler, _OK, output, None, (now - started) * 1000)
+            return _ok(handler, self._settle(handler, event, output, started, now), started)
         try:
             import asyncio
 
@@ -473,18 +477,9 @@ class HookApp(EventDecorators):
                 else:
                     output = await self._run(handler, event)
         except BaseException as exc:
-            return self._caught(handler, event.hook_event_name, exc, started)
+            return self._caught(handler, name, exc, started)
         settled = self._settle(handler, event, output, started, time.perf_counter())
         return _ok(handler, settled, started)
-
-    def _answered(
-        self, handler: Handler, event: HookEvent, output: Output, started: float
-    ) -> Invocation:
-        """The invocation of a handler that answered ``output`` (checked for the event)."""
-        now = time.perf_counter()
-        if output.is_plain:  # nothing _settle checks: on time, JSON, no loop to guard
-            return Invocation(handler, _OK, output, None, (now - started) * 1000)
-        return _ok(handler, self._settle(handler, event, output, started, now), started)
 
     def _caught(
         self, handler: Handler, event_name: str, exc: BaseException, started: float
@@ -614,11 +609,11 @@ class HookApp(EventDecorators):
         return merge(name, results).to_output().render(name)
 
 
-def _returned(handler: Handler, event_name: str, value: Any, started: float) -> Output:
-    """The checked output of an async handler that cannot suspend and returned ``value``;
-    ``TimeoutError`` when it ran through its deadline: it held the event loop all along, where
-    no deadline could interrupt it, so it is named for it."""
-    seconds = time.perf_counter() - started
+def _returned(handler: Handler, event_name: str, value: Any, seconds: float) -> Output:
+    """The checked output of an async handler that cannot suspend and returned ``value``
+    ``seconds`` after its answer began; ``TimeoutError`` when it ran through its deadline: it
+    held the event loop all along, where no deadline could interrupt it, so it is named for
+    it."""
     if seconds > handler.deadline:
         logger.warning(
             "%s blocked the event loop for %.1f s, through its %.1f s deadline: its answer is "

@@ -17,7 +17,7 @@ PreToolUse pays for a few classes and one schema, not forty.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from handler_kit.core._base_events import HookEvent, PostToolUse, PreToolUse, SessionStart, Stop
@@ -196,6 +196,23 @@ def model_for(event_name: str) -> type[HookEvent]:
     if model is not None:
         return model
     return EVENT_MODELS[event_name] if event_name in _NAME_SET else HookEvent
+
+
+def json_validator(model: type[HookEvent]) -> Callable[[bytes], HookEvent]:
+    """``model``'s own JSON validator (pydantic-core's ``validate_json``: parsing and
+    validation in one pass), for a caller that validates many inputs of one event.
+
+    ``model.model_validate_json`` calls the same validator from a Python frame of its own;
+    pydantic's public :class:`~pydantic.TypeAdapter` hands out the validator itself. The model
+    is built now when its build was deferred, so the adapter shares the model's validator
+    rather than building one of its own."""
+    from pydantic import TypeAdapter
+
+    model.model_rebuild()
+    adapter = TypeAdapter(model)
+    adapter.rebuild()
+    validate_json: Callable[[bytes], HookEvent] = adapter.validator.validate_json
+    return validate_json
 
 
 def parse_event(data: dict[str, Any] | bytes | str) -> HookEvent:

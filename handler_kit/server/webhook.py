@@ -31,7 +31,7 @@ from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError, to_json
 
 from handler_kit.core.app import HookApp
-from handler_kit.core.events import EVENT_MODELS, HookEvent, model_for
+from handler_kit.core.events import EVENT_MODELS, HookEvent, json_validator, model_for
 from handler_kit.core.vocabulary import (
     INPUT_ID_FIELDS,
     MAX_INPUT_DEPTH,
@@ -234,7 +234,7 @@ class _Plan:
         self.event = event
         self.event_header = event.encode("latin-1") if event is not None else None
         self.handler = handler
-        self.validate_json = model_for(event).model_validate_json if event is not None else None
+        self.validate_json = json_validator(model_for(event)) if event is not None else None
 
 
 class Webhook:
@@ -256,12 +256,12 @@ class Webhook:
         self._plans: dict[str, _Plan] = {"/hooks": general, "/hooks/": general}
         for handler in hook_app.handlers:
             self._plans[f"/hooks/{handler.name}"] = _Plan(handler.event, handler)
-        # POST /hooks with the event named in its header: that event's validator
+        # POST /hooks with the event named in its header: that event's validator, built now
+        # for the events the app handles, on first use for the other known ones (building
+        # every event's schema would hold up the start)
         self._event_plans: dict[bytes, _Plan] = {
-            name.encode("latin-1"): _Plan(name, None) for name in EVENT_MODELS
+            name.encode("latin-1"): _Plan(name, None) for name in hook_app.by_event
         }
-        for name in hook_app.by_event:
-            self._event_plans.setdefault(name.encode("latin-1"), _Plan(name, None))
         # observers (audit, metrics, spans) and committers are fixed when the app is built
         self._observed = bool(hook_app.observers or hook_app.committers)
 
@@ -328,7 +328,7 @@ class Webhook:
         headers = scope.get("handler_kit.headers") or dict(scope["headers"])
         raw_event = headers.get(EVENT_HEADER)
         if raw_event is not None and plan.handler is None:
-            plan = self._event_plans.get(raw_event, plan)
+            plan = self._event_plans.get(raw_event) or self._event_plan(raw_event, plan)
         length = headers.get(b"content-length")
         if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
             self.unreadable(plan.handler, _too_large(self.max_body_bytes), scope)
@@ -337,6 +337,15 @@ class Webhook:
                 400, "missing_event_header", "the X-Runbear-Hook-Event header is required"
             )
         return plan, headers, raw_event
+
+    def _event_plan(self, raw_event: bytes, general: _Plan) -> _Plan:
+        """The plan of ``POST /hooks`` for a known event the app has no handler of, made on
+        its first request; ``general`` (the body names the event) for any other header."""
+        name = raw_event.decode("latin-1")
+        if name not in EVENT_MODELS:
+            return general
+        plan = self._event_plans[raw_event] = _Plan(name, None)
+        return plan
 
     async def _rest_of_body(
         self, plan: _Plan, scope: Scope, receive: Receive, first: Message

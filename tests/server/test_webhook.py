@@ -82,6 +82,24 @@ def test_no_opinion_is_200_empty_object(http):
     )
 
 
+def test_post_hooks_with_the_header_of_a_known_event_no_handler_handles(http):
+    """SessionEnd has no handler here: its header still picks its model, on the first
+    request and on the next ones alike."""
+    header = {"X-Runbear-Hook-Event": "SessionEnd"}
+    for _ in range(2):
+        response = http.post(
+            "/hooks", json={"hook_event_name": "SessionEnd", "reason": "exit"}, headers=header
+        )
+        assert (response.status_code, response.content) == (200, b"{}")
+    # validated as a SessionEnd: a session_id that is not a string is refused
+    refused = http.post(
+        "/hooks", json={"hook_event_name": "SessionEnd", "session_id": 5}, headers=header
+    )
+    error_body(refused, 400, "invalid_event")
+    other = http.post("/hooks", json={"hook_event_name": "Stop"}, headers=header)
+    error_body(other, 400, "event_mismatch")
+
+
 def test_named_route_runs_one_handler(http):
     assert http.post("/hooks/gate", json=pre(), headers=HEADER).json() == DENY_640
     # the named handler's matcher does not match: no opinion
