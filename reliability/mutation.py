@@ -187,6 +187,11 @@ def run_mutmut(patterns: list[str], children: int, where: str) -> dict[str, Any]
     command = [str(Path(sys.executable).parent / "mutmut"), "run", "--max-children", str(children)]
     started = time.monotonic()
     env = child_environment(os.environ)
+    # mutants/ must exist when mutmut's interpreter starts: a path entry that is not a folder
+    # yet gets no finder (None in sys.path_importer_cache), and the mutated tree copied there
+    # later stays unimportable in that process, so its first pytest run cannot load
+    # tests/conftest.py ("No module named 'tests'") and stops with a usage error.
+    MUTANTS.mkdir(exist_ok=True)
     subprocess.run([*command, *patterns], cwd=ROOT, env=env, check=True)
     run = {
         "seconds": time.monotonic() - started,

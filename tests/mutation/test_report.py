@@ -152,3 +152,35 @@ def test_runs_of_some_modules_add_up() -> None:
     }
     # after a run of everything, a later partial run starts the count again
     assert mutation.joined({"seconds": 5000.0, "patterns": []}, dict(second)) == second
+
+
+def test_the_tree_mutmut_copies_is_importable_in_its_own_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh clone has no mutants/ yet: mutmut's process, started with it on the path, copies
+    the tree there and must then import from it (its first pytest run loads tests/conftest.py
+    from mutants/). Here the child in mutmut's place copies a package and imports it."""
+    monkeypatch.setattr(mutation, "MUTANTS", tmp_path / "mutants")
+    monkeypatch.setattr(mutation, "TIMING", tmp_path / "mutants" / "run.json")
+    copy_then_import = (
+        "import os; os.makedirs('mutants/copied_probe');"
+        "open('mutants/copied_probe/__init__.py', 'w').write('WHERE = __file__');"
+        "import copied_probe; print(copied_probe.WHERE)"
+    )
+    real_run = subprocess.run
+    seen: list[str] = []
+
+    def mutmut(command: list[str], cwd: Path, env: dict[str, str], check: bool) -> object:
+        done = real_run(
+            [sys.executable, "-c", copy_then_import],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        seen.append(done.stdout + done.stderr)
+        return done
+
+    monkeypatch.setattr(subprocess, "run", mutmut)
+    mutation.run_mutmut([], 1, "here")
+    assert seen == [f"{tmp_path / 'mutants' / 'copied_probe' / '__init__.py'}\n"]
