@@ -619,3 +619,89 @@ def test_a_duplicate_name_points_at_the_first_handler() -> None:
     with pytest.raises(Exception) as again:
         app.pre_tool_use(name="called")(lambda event: allow())
     assert "a handler named 'called' is already registered; pass name=" in str(again.value)
+
+
+# -- an input that could not be read -------------------------------------------------------
+
+
+def test_an_unreadable_input_gets_the_safe_decision_of_its_gates(caplog, hooks):
+    @hooks.pre_tool_use(fail_closed=True)
+    def gate_a(event):
+        return allow()
+
+    @hooks.pre_tool_use()
+    def note(event):
+        return None
+
+    @hooks.pre_tool_use(fail_closed=True)
+    def gate_b(event):
+        return allow()
+
+    seen = []
+    app = hooks.extended(observers=[lambda answer, transport, ctx: seen.append((transport, ctx))])
+    caplog.set_level(logging.WARNING, logger="handler_kit")
+    known = {"session_id": "s1", "tool_use_id": "t1", "hook_event_name": "Stop", "cwd": 3, "x": "y"}
+    result = app.answer_unreadable(
+        "PreToolUse", app.by_event["PreToolUse"], "bad JSON", known=known
+    )
+    assert result is not None
+    assert result.output == {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": "Blocked by policy: the check 'gate_a' could not read "
+            "the hook input, and it is configured to fail closed.",
+        }
+    }
+    # the ids that could be read, the event's own name, nothing else
+    assert (result.event.hook_event_name, result.event.session_id) == ("PreToolUse", "s1")
+    assert (result.event.tool_use_id, result.event.cwd, result.event.tool_name) == (
+        "t1",
+        None,
+        None,
+    )
+    assert [(i.handler.name, i.status, i.error) for i in result.invocations] == [
+        ("gate_a", Status.FAIL_CLOSED, "the hook input could not be read (bad JSON)"),
+        ("gate_b", Status.FAIL_CLOSED, "the hook input could not be read (bad JSON)"),
+    ]
+    assert seen == [("direct", {})]
+    assert [(r.levelno, r.getMessage()) for r in caplog.records] == [
+        (
+            logging.WARNING,
+            "gate_a, gate_b could not read its PreToolUse input (bad JSON): "
+            "answered with its safe decision",
+        )
+    ]
+
+
+def test_an_unreadable_input_without_gates_is_left_to_the_transport(caplog, hooks):
+    @hooks.pre_tool_use()
+    def note(event):
+        return None
+
+    caplog.set_level(logging.DEBUG, logger="handler_kit")
+    assert hooks.answer_unreadable("PreToolUse", [hooks.by_name["note"]], "bad JSON") is None
+    assert caplog.records == []
+
+
+def test_wrappers_run_outermost_first_around_each_handler_with_its_event(hooks):
+    @hooks.pre_tool_use()
+    def refund_gate(event):
+        return deny("no")
+
+    seen = []
+
+    def named(label):
+        async def wrapper(handler, event, call):
+            seen.append((label, handler.name, event.tool_name, event.tool_input))
+            return await call()
+
+        return wrapper
+
+    app = hooks.extended(wrappers=[named("outer"), named("inner")])
+    result = answer(app, PRE)
+    assert result.output["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert seen == [
+        ("outer", "refund_gate", "issue_refund", {"amount": 1}),
+        ("inner", "refund_gate", "issue_refund", {"amount": 1}),
+    ]
