@@ -91,6 +91,8 @@ class Module:
     counts: dict[str, int] = field(default_factory=dict)
     survivors: list[str] = field(default_factory=list)
     equivalent: list[str] = field(default_factory=list)
+    # the run this row comes from when it is not the last one: its date, machine, time, tested
+    measured: dict[str, Any] | None = None
 
     @property
     def generated(self) -> int:
@@ -133,6 +135,38 @@ def rate(detected: int, generated: int) -> str:
     return f"{100 * detected / generated:.1f}%" if generated else "-"
 
 
+def earlier(run: Mapping[str, Any]) -> str:
+    """An earlier run, as a row carried from it is labelled."""
+    return (
+        f"measured {run['date']} on {run['machine']} by `make mutation` "
+        f"({run['seconds'] / 60:.1f} min; tested: {run['tested']})"
+    )
+
+
+def run_of(report: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in report.items() if k != "modules"}
+
+
+def carried(modules: list[Module], before: Mapping[str, Any], files: Iterable[str]) -> list[Module]:
+    """``modules`` and, after them, the rows of the last report (``before``) for the modules of
+    ``files`` this run did not test, each with the run it was measured in: the table covers
+    every module, and says which row comes from which run."""
+    names = {Path(f).with_suffix("").as_posix().replace("/", ".") for f in files}
+    names -= {m.name for m in modules}
+    kept = [
+        Module(
+            row["name"],
+            dict(row["counts"]),
+            list(row["survivors"]),
+            measured=row.get("measured")
+            or {**run_of(before), "tested": tested(before["patterns"])},
+        )
+        for row in before.get("modules", ())
+        if row["name"] in names
+    ]
+    return modules + kept
+
+
 def render(modules: Iterable[Module], seconds: float | None, header: str) -> str:
     modules = list(modules)
     lines = [
@@ -144,8 +178,9 @@ def render(modules: Iterable[Module], seconds: float | None, header: str) -> str
     total = Module("all")
     for module in modules:
         cells = [str(module.counts.get(c, 0)) for c in COLUMNS]
+        mark = " *" if module.measured else ""
         lines.append(
-            f"| `{module.name}` | {module.generated} | "
+            f"| `{module.name}`{mark} | {module.generated} | "
             + " | ".join(cells)
             + f" | {rate(module.detected, module.generated)} |"
         )
@@ -165,6 +200,14 @@ def render(modules: Iterable[Module], seconds: float | None, header: str) -> str
         f"killed or timed out; {total.counts.get('equivalent', 0)} argued equivalent "
         f"(tests/mutation/equivalent.txt)."
     )
+    runs = {earlier(m.measured): m.measured["seconds"] for m in modules if m.measured}
+    for label in runs:
+        lines.append("")
+        lines.append(f"\\* Not tested in this run, the row of an earlier one: {label}.")
+    if runs and seconds is not None:
+        lines.append("")
+        together = (seconds + sum(runs.values())) / 60
+        lines.append(f"This run and the earlier ones together: {together:.1f} min.")
     if total.survivors:
         lines.append("")
         lines.append("Survivors without a test or an argument yet (`mutmut show NAME`):")
@@ -262,15 +305,25 @@ def main(argv: list[str] | None = None) -> int:
         for m in tally(read_meta(MUTANTS / "handler_kit"), equivalents)
         if m.counts.get("not checked", 0) < m.generated
     ]
+    report = RESULTS / "mutation.json"
+    if report.exists():
+        modules = carried(modules, json.loads(report.read_text()), run["files"])
     text = render(modules, run["seconds"], header(run))
     print(text)
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "mutation.json").write_text(
+    this_run = {**run_of(run), "tested": tested(run["patterns"])}
+    report.write_text(
         json.dumps(
             {
                 **run,
                 "modules": [
-                    {"name": m.name, "counts": m.counts, "survivors": m.survivors} for m in modules
+                    {
+                        "name": m.name,
+                        "counts": m.counts,
+                        "survivors": m.survivors,
+                        "measured": m.measured or this_run,
+                    }
+                    for m in modules
                 ],
             },
             indent=2,

@@ -184,3 +184,44 @@ def test_the_tree_mutmut_copies_is_importable_in_its_own_process(
     monkeypatch.setattr(subprocess, "run", mutmut)
     mutation.run_mutmut([], 1, "here")
     assert seen == [f"{tmp_path / 'mutants' / 'copied_probe' / '__init__.py'}\n"]
+
+
+def test_a_module_not_run_again_keeps_its_row_and_says_which_run_it_is_from() -> None:
+    before = {
+        "seconds": 3000.0,
+        "date": "2026-12-01",
+        "machine": "x86_64, 2 cores",
+        "patterns": ["handler_kit.command.dialects*"],
+        "modules": [
+            {"name": "handler_kit.command.dialects", "counts": {"killed": 9}, "survivors": []},
+            {"name": "handler_kit.core.merge", "counts": {"killed": 1}, "survivors": []},
+            {"name": "handler_kit.gone", "counts": {"killed": 5}, "survivors": []},
+        ],
+    }
+    now = mutation.tally({MERGE + "1": 1, MERGE + "2": 0}, {})
+    files = ["handler_kit/core/merge.py", "handler_kit/command/dialects.py"]
+    modules = mutation.carried(now, before, files)
+    assert [(m.name, m.counts) for m in modules] == [
+        ("handler_kit.core.merge", {"killed": 1, "survived": 1}),
+        ("handler_kit.command.dialects", {"killed": 9}),
+    ]
+    assert modules[1].measured == {
+        "seconds": 3000.0,
+        "date": "2026-12-01",
+        "machine": "x86_64, 2 cores",
+        "patterns": ["handler_kit.command.dialects*"],
+        "tested": "`handler_kit.command.dialects*`",
+    }
+    text = mutation.render(modules, 600.0, "Measured now.")
+    assert "| `handler_kit.command.dialects` * | 9 | 9 | 0 | 0 | 0 | 0 | 0 | 0 | 100.0% |" in text
+    assert "| all | 11 | 10 | 0 | 1 | 0 | 0 | 0 | 0 | 90.9% |" in text
+    assert (
+        "\\* Not tested in this run, the row of an earlier one: measured 2026-12-01 on x86_64, "
+        "2 cores by `make mutation` (50.0 min; tested: `handler_kit.command.dialects*`)."
+    ) in text
+    assert "This run and the earlier ones together: 60.0 min." in text
+    # a row carried again keeps the run it was measured in
+    again = mutation.carried(
+        [], {"modules": [{**before["modules"][0], "measured": {"date": "x"}}]}, files
+    )
+    assert again[0].measured == {"date": "x"}
