@@ -235,9 +235,16 @@ def run_mutmut(patterns: list[str], children: int, where: str) -> dict[str, Any]
     # later stays unimportable in that process, so its first pytest run cannot load
     # tests/conftest.py ("No module named 'tests'") and stops with a usage error.
     MUTANTS.mkdir(exist_ok=True)
-    subprocess.run([*command, *patterns], cwd=ROOT, env=env, check=True)
+    try:
+        subprocess.run([*command, *patterns], cwd=ROOT, env=env, check=True)
+        stopped = False
+    except KeyboardInterrupt:
+        # Ctrl-C: mutmut saved each mutant's result as it came; the report shows those, the
+        # others as not checked, and says that the run was stopped
+        stopped = True
     run = {
         "seconds": time.monotonic() - started,
+        "stopped": stopped,
         "date": time.strftime("%Y-%m-%d"),
         "machine": where,
         "patterns": patterns,
@@ -255,7 +262,9 @@ def joined(before: Mapping[str, Any], run: dict[str, Any]) -> dict[str, Any]:
     if not before.get("patterns"):
         return run
     patterns = [*before["patterns"], *(p for p in run["patterns"] if p not in before["patterns"])]
-    return {**run, "seconds": before["seconds"] + run["seconds"], "patterns": patterns}
+    stopped = bool(before.get("stopped")) or bool(run.get("stopped"))
+    seconds = before["seconds"] + run["seconds"]
+    return {**run, "seconds": seconds, "patterns": patterns, "stopped": stopped}
 
 
 def settings(pyproject: str) -> dict[str, list[str]]:
@@ -273,11 +282,14 @@ def tested(patterns: list[str]) -> str:
     return ", ".join(shown) or "all"
 
 
+STOPPED = ", stopped before its end: the mutants not checked were not run"
+
+
 def header(run: Mapping[str, Any]) -> str:
     mutants = tested(run["patterns"])
     return (
         f"Measured {run['date']} on {run['machine']} by `make mutation` "
-        f"({run['seconds'] / 60:.1f} min): mutants of "
+        f"({run['seconds'] / 60:.1f} min{STOPPED if run.get('stopped') else ''}): mutants of "
         f"{', '.join(f'`{f}`' for f in run['files'])} (tested: {mutants}), each against the "
         f"tests of {', '.join(f'`{t}`' for t in run['tests'])} that call its function."
     )

@@ -137,6 +137,11 @@ def test_the_header_says_what_ran_on_what() -> None:
         "handler_kit.core.merge.x_merge__mutmut_3",
         "handler_kit.core.merge.x_merge__mutmut_9",
     ]
+    run["stopped"] = True
+    assert (
+        "by `make mutation` (1.5 min, stopped before its end: the mutants not checked were "
+        "not run): mutants of" in mutation.header({**run, **mutation.settings(pyproject)})
+    )
     assert "(tested: `handler_kit.core.merge*`, 2 survivors run again by name)" in (
         mutation.header({**run, **mutation.settings(pyproject)})
     )
@@ -149,7 +154,10 @@ def test_runs_of_some_modules_add_up() -> None:
         "seconds": 900.0,
         "patterns": ["handler_kit.core.merge*", "handler_kit.core.matchers*"],
         "date": "d2",
+        "stopped": False,
     }
+    # a run stopped with Ctrl-C stays stopped when another is added to it
+    assert mutation.joined({**first, "stopped": True}, dict(second))["stopped"] is True
     # after a run of everything, a later partial run starts the count again
     assert mutation.joined({"seconds": 5000.0, "patterns": []}, dict(second)) == second
 
