@@ -27,6 +27,7 @@ from handler_kit import (
     parse_event,
     rewrite,
 )
+from handler_kit.core._decorators import HandlerDefinitionError
 from handler_kit.core.vocabulary import DEFAULT_TIMEOUT, Status, server_deadline
 from handler_kit.testing import running_server
 
@@ -705,3 +706,56 @@ def test_wrappers_run_outermost_first_around_each_handler_with_its_event(hooks):
         ("outer", "refund_gate", "issue_refund", {"amount": 1}),
         ("inner", "refund_gate", "issue_refund", {"amount": 1}),
     ]
+
+
+# -- decoration errors: the handler named, what is wrong said --------------------------------
+
+
+def test_an_unknown_event_lists_the_known_ones(hooks):
+    with pytest.raises(HandlerDefinitionError) as info:
+        hooks.on("Nope", name="gate_x")
+    assert info.value.handler == "gate_x"
+    assert info.value.reason.startswith(
+        "unknown hook event 'Nope'; known events: ConfigChange, CwdChanged, DirectoryAdded, "
+    )
+    assert info.value.reason.endswith(
+        ", WorktreeCreate, WorktreeRemove (pass allow_unknown_event=True for a runtime's "
+        "own events)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("event", "options", "reason"),
+    [
+        (
+            "Notification",
+            {"fail_closed": True},
+            "fail_closed is not possible on Notification: only PreToolUse, PermissionRequest, "
+            "UserPromptSubmit, UserPromptExpansion have a safe decision to fail to",
+        ),
+        (
+            "PreToolUse",
+            {"stop_loop_guard": False},
+            "stop_loop_guard is not possible on PreToolUse: only Stop, SubagentStop have a stop "
+            "loop to guard",
+        ),
+    ],
+)
+def test_an_option_the_event_cannot_take_is_refused(hooks, event, options, reason):
+    with pytest.raises(HandlerDefinitionError) as info:
+        hooks.on(event, name="gate_x", **options)
+    assert (info.value.handler, info.value.reason) == ("gate_x", reason)
+
+
+@pytest.mark.parametrize(
+    ("func", "reason"),
+    [
+        (42, "is not callable"),
+        (lambda a, b: None, "must take the event as its one argument: def gate_x(event): ..."),
+    ],
+)
+def test_a_handler_that_cannot_take_the_event_is_refused(hooks, func, reason):
+    with pytest.raises(HandlerDefinitionError) as info:
+        hooks.on("Stop", name="gate_x")(func)
+    assert (info.value.handler, info.value.reason) == ("gate_x", reason)
+    assert str(info.value) == f"{__file__}, line {info.value.lineno}: handler 'gate_x': {reason}"
