@@ -759,3 +759,46 @@ def test_a_handler_that_cannot_take_the_event_is_refused(hooks, func, reason):
         hooks.on("Stop", name="gate_x")(func)
     assert (info.value.handler, info.value.reason) == ("gate_x", reason)
     assert str(info.value) == f"{__file__}, line {info.value.lineno}: handler 'gate_x': {reason}"
+
+
+@pytest.mark.parametrize(
+    ("event", "options", "reason"),
+    [
+        ("PreToolUse", {"timeout": 0}, "timeout must be a positive number of seconds, not 0"),
+        (
+            "Interrupt",
+            {"timeout": 2.5},
+            "timeout=2.5 is too long for Interrupt: the runtime waits at most 3 s, and a command "
+            "hook is installed with a second more than the handler's timeout; use at most 2",
+        ),
+        (
+            "Stop",
+            {"matcher": "Bash"},
+            "Stop has no matcher: the runtimes ignore a matcher there and run the handler on "
+            "every Stop; remove matcher='Bash'",
+        ),
+    ],
+)
+def test_a_timeout_or_matcher_the_event_cannot_take_is_refused(hooks, event, options, reason):
+    with pytest.raises(HandlerDefinitionError) as info:
+        hooks.on(event, name="gate_y", **options)
+    assert (info.value.handler, info.value.reason) == ("gate_y", reason)
+
+
+def test_the_longest_timeout_an_event_allows_is_taken(hooks):
+    hooks.on("Interrupt", name="gate_z", timeout=2)(lambda event: None)
+    assert hooks.by_name["gate_z"].timeout == 2.0
+
+
+def test_a_name_taken_says_where_the_first_handler_is(hooks):
+    def first(event):
+        return None
+
+    hooks.on("Stop", name="gate_x")(first)
+    with pytest.raises(HandlerDefinitionError) as info:
+        hooks.on("Stop", name="gate_x")(lambda event: None)
+    assert (info.value.handler, info.value.reason) == (
+        "gate_x",
+        f"a handler named 'gate_x' is already registered (at {__file__}, line "
+        f"{first.__code__.co_firstlineno}); pass name=... to tell them apart",
+    )
