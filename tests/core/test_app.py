@@ -802,3 +802,30 @@ def test_a_name_taken_says_where_the_first_handler_is(hooks):
         f"a handler named 'gate_x' is already registered (at {__file__}, line "
         f"{first.__code__.co_firstlineno}); pass name=... to tell them apart",
     )
+
+
+def test_a_handler_name_is_letters_digits_underscores_and_dashes(hooks):
+    hooks.on("Stop", name="gate_x-1")(lambda event: None)
+    assert "gate_x-1" in hooks.by_name
+    for name in ("gate x", "__", "-"):
+        with pytest.raises(HandlerDefinitionError) as info:
+            hooks.on("Stop", name=name)(lambda event: None)
+        assert (info.value.handler, info.value.reason) == (
+            name,
+            f"handler name {name!r} must be letters, digits, '_' or '-' (it is a URL path "
+            "segment and an MCP tool name)",
+        )
+
+
+def test_a_handler_keeps_its_options_and_its_docstring(hooks):
+    @hooks.on("PreToolUse", idempotent=True)
+    def documented(event):
+        """Refunds over $500 need a human."""
+
+    hooks.on("Stop", name="plain")(lambda event: None)
+    assert (hooks.by_name["documented"].idempotent, hooks.by_name["plain"].idempotent) == (
+        True,
+        False,
+    )
+    assert hooks.by_name["documented"].description == "Refunds over $500 need a human."
+    assert hooks.by_name["plain"].description == ""
