@@ -829,3 +829,24 @@ def test_a_handler_keeps_its_options_and_its_docstring(hooks):
     )
     assert hooks.by_name["documented"].description == "Refunds over $500 need a human."
     assert hooks.by_name["plain"].description == ""
+
+
+def test_a_new_app_has_its_defaults():
+    app = HookApp(threads=1, calls_per_handler=1)  # one thread is a pool
+    assert (app.name, app.description, app.config_errors) == ("handler-kit", "", ())
+    assert HookApp("refunds", description="Refund gates").description == "Refund gates"
+
+
+def test_a_keyboard_interrupt_out_of_a_handler_ends_a_direct_run(hooks):
+    """Outside a server a Ctrl-C is the user's, wherever it is raised: it stops the run."""
+
+    @hooks.pre_tool_use()
+    async def stopper(event):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        answer(hooks, PRE)
+    served = answer(hooks.extended(interrupt_fails=True), PRE)
+    assert [(i.status, i.error) for i in served.invocations] == [
+        (Status.ERROR, "KeyboardInterrupt: ")
+    ]

@@ -203,3 +203,18 @@ def test_a_config_and_keyword_options_together_are_refused() -> None:
     with pytest.raises(TypeError) as info:
         refund_gate.app.asgi(ServerConfig(tokens=[TOKEN]), tokens=[TOKEN])
     assert str(info.value) == "pass either a ServerConfig or keyword options, not both"
+
+
+def test_a_new_hookapp_is_an_asgi_app_before_any_lifespan(monkeypatch: pytest.MonkeyPatch) -> None:
+    from handler_kit import HookApp
+
+    monkeypatch.setenv("HANDLER_KIT_TOKENS", TOKEN)
+    hooks = HookApp("bare")
+
+    async def health() -> httpx.Response:
+        transport = httpx.ASGITransport(app=hooks)
+        async with httpx.AsyncClient(transport=transport, base_url="http://agent") as http:
+            return await http.get("/healthz")
+
+    response = asyncio.run(health())
+    assert (response.status_code, response.json()["status"]) == (200, "ok")
