@@ -758,7 +758,6 @@ def test_a_handler_that_cannot_take_the_event_is_refused(hooks, func, reason):
     with pytest.raises(HandlerDefinitionError) as info:
         hooks.on("Stop", name="gate_x")(func)
     assert (info.value.handler, info.value.reason) == ("gate_x", reason)
-    assert str(info.value) == f"{__file__}, line {info.value.lineno}: handler 'gate_x': {reason}"
 
 
 @pytest.mark.parametrize(
