@@ -175,14 +175,18 @@ def test_mounted_without_its_lifespan_mcp_says_so(no_lifespan_host: str) -> None
 def test_a_hookapp_served_as_it_is_builds_its_server_from_the_environment(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """``uvicorn module:app``: the HookApp itself is the ASGI app; its first call (here the
-    lifespan's) builds the server, configured from HANDLER_KIT_* variables."""
+    """``uvicorn module:app``: the HookApp itself is the ASGI app; its first call builds the
+    server, configured from HANDLER_KIT_* variables."""
     monkeypatch.setenv("HANDLER_KIT_TOKENS", TOKEN)
     hooks = refund_gate.app.extended()
-    with serve_asgi(hooks, None) as port, httpx.Client(timeout=10) as http:
-        url = f"http://127.0.0.1:{port}/hooks/refund_gate"
-        assert http.post(url, json=REFUND).status_code == 401
-        assert http.post(url, json=REFUND, headers=AUTH).json() == DENY
+
+    async def post(headers: dict[str, str]) -> httpx.Response:
+        transport = httpx.ASGITransport(app=hooks)
+        async with httpx.AsyncClient(transport=transport, base_url="http://agent") as http:
+            return await http.post("/hooks/refund_gate", json=REFUND, headers=headers)
+
+    assert asyncio.run(post({})).status_code == 401
+    assert asyncio.run(post(AUTH)).json() == DENY
 
 
 def test_keyword_options_replace_the_environments_fields(monkeypatch: pytest.MonkeyPatch) -> None:
