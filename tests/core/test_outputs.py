@@ -542,6 +542,8 @@ def test_a_permission_verdict_is_read_with_the_keys_beside_it() -> None:
     rewritten = {"behavior": "allow", "updatedInput": {"command": "ls"}}
     out = parse_handler_output("PermissionRequest", hso("PermissionRequest", decision=rewritten))
     assert (out.decision, out.reason, out.updated_input) == ("allow", None, {"command": "ls"})
+    # nothing kept beside it: a deny merged after this allow must not bring its rewrite back
+    assert out.specific is None
     assert out.render("PermissionRequest") == hso("PermissionRequest", decision=rewritten)
 
 
