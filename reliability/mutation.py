@@ -144,7 +144,9 @@ def earlier(run: Mapping[str, Any]) -> str:
 
 
 def run_of(report: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in report.items() if k != "modules"}
+    """A run as a row names it: its date, machine, time, whether stopped (what it tested is
+    added as ``tested``, one line, rather than all its patterns)."""
+    return {k: v for k, v in report.items() if k not in ("modules", "patterns", "files", "tests")}
 
 
 def carried(modules: list[Module], before: Mapping[str, Any], files: Iterable[str]) -> list[Module]:

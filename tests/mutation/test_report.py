@@ -217,7 +217,6 @@ def test_a_module_not_run_again_keeps_its_row_and_says_which_run_it_is_from() ->
         "seconds": 3000.0,
         "date": "2026-12-01",
         "machine": "x86_64, 2 cores",
-        "patterns": ["handler_kit.command.dialects*"],
         "tested": "`handler_kit.command.dialects*`",
     }
     text = mutation.render(modules, 600.0, "Measured now.")
