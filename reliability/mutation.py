@@ -91,6 +91,8 @@ class Module:
     counts: dict[str, int] = field(default_factory=dict)
     survivors: list[str] = field(default_factory=list)
     equivalent: list[str] = field(default_factory=list)
+    # the run this row comes from when it is not the last one: its date, machine, time, tested
+    measured: dict[str, Any] | None = None
 
     @property
     def generated(self) -> int:
@@ -133,6 +135,40 @@ def rate(detected: int, generated: int) -> str:
     return f"{100 * detected / generated:.1f}%" if generated else "-"
 
 
+def earlier(run: Mapping[str, Any]) -> str:
+    """An earlier run, as a row carried from it is labelled."""
+    return (
+        f"measured {run['date']} on {run['machine']} by `make mutation` "
+        f"({run['seconds'] / 60:.1f} min; tested: {run['tested']})"
+    )
+
+
+def run_of(report: Mapping[str, Any]) -> dict[str, Any]:
+    """A run as a row names it: its date, machine, time, whether stopped (what it tested is
+    added as ``tested``, one line, rather than all its patterns)."""
+    return {k: v for k, v in report.items() if k not in ("modules", "patterns", "files", "tests")}
+
+
+def carried(modules: list[Module], before: Mapping[str, Any], files: Iterable[str]) -> list[Module]:
+    """``modules`` and, after them, the rows of the last report (``before``) for the modules of
+    ``files`` this run did not test, each with the run it was measured in: the table covers
+    every module, and says which row comes from which run."""
+    names = {Path(f).with_suffix("").as_posix().replace("/", ".") for f in files}
+    names -= {m.name for m in modules}
+    kept = [
+        Module(
+            row["name"],
+            dict(row["counts"]),
+            list(row["survivors"]),
+            measured=row.get("measured")
+            or {**run_of(before), "tested": tested(before["patterns"])},
+        )
+        for row in before.get("modules", ())
+        if row["name"] in names
+    ]
+    return modules + kept
+
+
 def render(modules: Iterable[Module], seconds: float | None, header: str) -> str:
     modules = list(modules)
     lines = [
@@ -144,8 +180,9 @@ def render(modules: Iterable[Module], seconds: float | None, header: str) -> str
     total = Module("all")
     for module in modules:
         cells = [str(module.counts.get(c, 0)) for c in COLUMNS]
+        mark = " *" if module.measured else ""
         lines.append(
-            f"| `{module.name}` | {module.generated} | "
+            f"| `{module.name}`{mark} | {module.generated} | "
             + " | ".join(cells)
             + f" | {rate(module.detected, module.generated)} |"
         )
@@ -165,6 +202,14 @@ def render(modules: Iterable[Module], seconds: float | None, header: str) -> str
         f"killed or timed out; {total.counts.get('equivalent', 0)} argued equivalent "
         f"(tests/mutation/equivalent.txt)."
     )
+    runs = {earlier(m.measured): m.measured["seconds"] for m in modules if m.measured}
+    for label in runs:
+        lines.append("")
+        lines.append(f"\\* Not tested in this run, the row of an earlier one: {label}.")
+    if runs and seconds is not None:
+        lines.append("")
+        together = (seconds + sum(runs.values())) / 60
+        lines.append(f"This run and the earlier ones together: {together:.1f} min.")
     if total.survivors:
         lines.append("")
         lines.append("Survivors without a test or an argument yet (`mutmut show NAME`):")
@@ -187,9 +232,21 @@ def run_mutmut(patterns: list[str], children: int, where: str) -> dict[str, Any]
     command = [str(Path(sys.executable).parent / "mutmut"), "run", "--max-children", str(children)]
     started = time.monotonic()
     env = child_environment(os.environ)
-    subprocess.run([*command, *patterns], cwd=ROOT, env=env, check=True)
+    # mutants/ must exist when mutmut's interpreter starts: a path entry that is not a folder
+    # yet gets no finder (None in sys.path_importer_cache), and the mutated tree copied there
+    # later stays unimportable in that process, so its first pytest run cannot load
+    # tests/conftest.py ("No module named 'tests'") and stops with a usage error.
+    MUTANTS.mkdir(exist_ok=True)
+    try:
+        subprocess.run([*command, *patterns], cwd=ROOT, env=env, check=True)
+        stopped = False
+    except KeyboardInterrupt:
+        # Ctrl-C: mutmut saved each mutant's result as it came; the report shows those, the
+        # others as not checked, and says that the run was stopped
+        stopped = True
     run = {
         "seconds": time.monotonic() - started,
+        "stopped": stopped,
         "date": time.strftime("%Y-%m-%d"),
         "machine": where,
         "patterns": patterns,
@@ -207,7 +264,9 @@ def joined(before: Mapping[str, Any], run: dict[str, Any]) -> dict[str, Any]:
     if not before.get("patterns"):
         return run
     patterns = [*before["patterns"], *(p for p in run["patterns"] if p not in before["patterns"])]
-    return {**run, "seconds": before["seconds"] + run["seconds"], "patterns": patterns}
+    stopped = bool(before.get("stopped")) or bool(run.get("stopped"))
+    seconds = before["seconds"] + run["seconds"]
+    return {**run, "seconds": seconds, "patterns": patterns, "stopped": stopped}
 
 
 def settings(pyproject: str) -> dict[str, list[str]]:
@@ -225,11 +284,14 @@ def tested(patterns: list[str]) -> str:
     return ", ".join(shown) or "all"
 
 
+STOPPED = ", stopped before its end: the mutants not checked were not run"
+
+
 def header(run: Mapping[str, Any]) -> str:
     mutants = tested(run["patterns"])
     return (
         f"Measured {run['date']} on {run['machine']} by `make mutation` "
-        f"({run['seconds'] / 60:.1f} min): mutants of "
+        f"({run['seconds'] / 60:.1f} min{STOPPED if run.get('stopped') else ''}): mutants of "
         f"{', '.join(f'`{f}`' for f in run['files'])} (tested: {mutants}), each against the "
         f"tests of {', '.join(f'`{t}`' for t in run['tests'])} that call its function."
     )
@@ -257,15 +319,25 @@ def main(argv: list[str] | None = None) -> int:
         for m in tally(read_meta(MUTANTS / "handler_kit"), equivalents)
         if m.counts.get("not checked", 0) < m.generated
     ]
+    report = RESULTS / "mutation.json"
+    if report.exists():
+        modules = carried(modules, json.loads(report.read_text()), run["files"])
     text = render(modules, run["seconds"], header(run))
     print(text)
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "mutation.json").write_text(
+    this_run = {**run_of(run), "tested": tested(run["patterns"])}
+    report.write_text(
         json.dumps(
             {
                 **run,
                 "modules": [
-                    {"name": m.name, "counts": m.counts, "survivors": m.survivors} for m in modules
+                    {
+                        "name": m.name,
+                        "counts": m.counts,
+                        "survivors": m.survivors,
+                        "measured": m.measured or this_run,
+                    }
+                    for m in modules
                 ],
             },
             indent=2,

@@ -27,6 +27,7 @@ from handler_kit import (
     parse_event,
     rewrite,
 )
+from handler_kit.core._decorators import HandlerDefinitionError
 from handler_kit.core.vocabulary import DEFAULT_TIMEOUT, Status, server_deadline
 from handler_kit.testing import running_server
 
@@ -619,3 +620,232 @@ def test_a_duplicate_name_points_at_the_first_handler() -> None:
     with pytest.raises(Exception) as again:
         app.pre_tool_use(name="called")(lambda event: allow())
     assert "a handler named 'called' is already registered; pass name=" in str(again.value)
+
+
+# -- an input that could not be read -------------------------------------------------------
+
+
+def test_an_unreadable_input_gets_the_safe_decision_of_its_gates(caplog, hooks):
+    @hooks.pre_tool_use(fail_closed=True)
+    def gate_a(event):
+        return allow()
+
+    @hooks.pre_tool_use()
+    def note(event):
+        return None
+
+    @hooks.pre_tool_use(fail_closed=True)
+    def gate_b(event):
+        return allow()
+
+    seen = []
+    app = hooks.extended(observers=[lambda answer, transport, ctx: seen.append((transport, ctx))])
+    caplog.set_level(logging.WARNING, logger="handler_kit")
+    known = {"session_id": "s1", "tool_use_id": "t1", "hook_event_name": "Stop", "cwd": 3, "x": "y"}
+    result = app.answer_unreadable(
+        "PreToolUse", app.by_event["PreToolUse"], "bad JSON", known=known
+    )
+    assert result is not None
+    assert result.output == {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": "Blocked by policy: the check 'gate_a' could not read "
+            "the hook input, and it is configured to fail closed.",
+        }
+    }
+    # the ids that could be read, the event's own name, nothing else
+    assert (result.event.hook_event_name, result.event.session_id) == ("PreToolUse", "s1")
+    assert (result.event.tool_use_id, result.event.cwd, result.event.tool_name) == (
+        "t1",
+        None,
+        None,
+    )
+    assert [(i.handler.name, i.status, i.error) for i in result.invocations] == [
+        ("gate_a", Status.FAIL_CLOSED, "the hook input could not be read (bad JSON)"),
+        ("gate_b", Status.FAIL_CLOSED, "the hook input could not be read (bad JSON)"),
+    ]
+    assert seen == [("direct", {})]
+    assert [(r.levelno, r.getMessage()) for r in caplog.records] == [
+        (
+            logging.WARNING,
+            "gate_a, gate_b could not read its PreToolUse input (bad JSON): "
+            "answered with its safe decision",
+        )
+    ]
+
+
+def test_an_unreadable_input_without_gates_is_left_to_the_transport(caplog, hooks):
+    @hooks.pre_tool_use()
+    def note(event):
+        return None
+
+    caplog.set_level(logging.DEBUG, logger="handler_kit")
+    assert hooks.answer_unreadable("PreToolUse", [hooks.by_name["note"]], "bad JSON") is None
+    assert caplog.records == []
+
+
+def test_wrappers_run_outermost_first_around_each_handler_with_its_event(hooks):
+    @hooks.pre_tool_use()
+    def refund_gate(event):
+        return deny("no")
+
+    seen = []
+
+    def named(label):
+        async def wrapper(handler, event, call):
+            seen.append((label, handler.name, event.tool_name, event.tool_input))
+            return await call()
+
+        return wrapper
+
+    app = hooks.extended(wrappers=[named("outer"), named("inner")])
+    result = answer(app, PRE)
+    assert result.output["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert seen == [
+        ("outer", "refund_gate", "issue_refund", {"amount": 1}),
+        ("inner", "refund_gate", "issue_refund", {"amount": 1}),
+    ]
+
+
+# -- decoration errors: the handler named, what is wrong said --------------------------------
+
+
+def test_an_unknown_event_lists_the_known_ones(hooks):
+    with pytest.raises(HandlerDefinitionError) as info:
+        hooks.on("Nope", name="gate_x")
+    assert info.value.handler == "gate_x"
+    assert info.value.reason.startswith(
+        "unknown hook event 'Nope'; known events: ConfigChange, CwdChanged, DirectoryAdded, "
+    )
+    assert info.value.reason.endswith(
+        ", WorktreeCreate, WorktreeRemove (pass allow_unknown_event=True for a runtime's "
+        "own events)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("event", "options", "reason"),
+    [
+        (
+            "Notification",
+            {"fail_closed": True},
+            "fail_closed is not possible on Notification: only PreToolUse, PermissionRequest, "
+            "UserPromptSubmit, UserPromptExpansion have a safe decision to fail to",
+        ),
+        (
+            "PreToolUse",
+            {"stop_loop_guard": False},
+            "stop_loop_guard is not possible on PreToolUse: only Stop, SubagentStop have a stop "
+            "loop to guard",
+        ),
+    ],
+)
+def test_an_option_the_event_cannot_take_is_refused(hooks, event, options, reason):
+    with pytest.raises(HandlerDefinitionError) as info:
+        hooks.on(event, name="gate_x", **options)
+    assert (info.value.handler, info.value.reason) == ("gate_x", reason)
+
+
+@pytest.mark.parametrize(
+    ("func", "reason"),
+    [
+        (42, "is not callable"),
+        (lambda a, b: None, "must take the event as its one argument: def gate_x(event): ..."),
+    ],
+)
+def test_a_handler_that_cannot_take_the_event_is_refused(hooks, func, reason):
+    with pytest.raises(HandlerDefinitionError) as info:
+        hooks.on("Stop", name="gate_x")(func)
+    assert (info.value.handler, info.value.reason) == ("gate_x", reason)
+
+
+@pytest.mark.parametrize(
+    ("event", "options", "reason"),
+    [
+        ("PreToolUse", {"timeout": 0}, "timeout must be a positive number of seconds, not 0"),
+        (
+            "Interrupt",
+            {"timeout": 2.5},
+            "timeout=2.5 is too long for Interrupt: the runtime waits at most 3 s, and a command "
+            "hook is installed with a second more than the handler's timeout; use at most 2",
+        ),
+        (
+            "Stop",
+            {"matcher": "Bash"},
+            "Stop has no matcher: the runtimes ignore a matcher there and run the handler on "
+            "every Stop; remove matcher='Bash'",
+        ),
+    ],
+)
+def test_a_timeout_or_matcher_the_event_cannot_take_is_refused(hooks, event, options, reason):
+    with pytest.raises(HandlerDefinitionError) as info:
+        hooks.on(event, name="gate_y", **options)
+    assert (info.value.handler, info.value.reason) == ("gate_y", reason)
+
+
+def test_the_longest_timeout_an_event_allows_is_taken(hooks):
+    hooks.on("Interrupt", name="gate_z", timeout=2)(lambda event: None)
+    assert hooks.by_name["gate_z"].timeout == 2.0
+
+
+def test_a_name_taken_says_where_the_first_handler_is(hooks):
+    def first(event):
+        return None
+
+    hooks.on("Stop", name="gate_x")(first)
+    with pytest.raises(HandlerDefinitionError) as info:
+        hooks.on("Stop", name="gate_x")(lambda event: None)
+    assert (info.value.handler, info.value.reason) == (
+        "gate_x",
+        f"a handler named 'gate_x' is already registered (at {__file__}, line "
+        f"{first.__code__.co_firstlineno}); pass name=... to tell them apart",
+    )
+
+
+def test_a_handler_name_is_letters_digits_underscores_and_dashes(hooks):
+    hooks.on("Stop", name="gate_x-1")(lambda event: None)
+    assert "gate_x-1" in hooks.by_name
+    for name in ("gate x", "__", "-"):
+        with pytest.raises(HandlerDefinitionError) as info:
+            hooks.on("Stop", name=name)(lambda event: None)
+        assert (info.value.handler, info.value.reason) == (
+            name,
+            f"handler name {name!r} must be letters, digits, '_' or '-' (it is a URL path "
+            "segment and an MCP tool name)",
+        )
+
+
+def test_a_handler_keeps_its_options_and_its_docstring(hooks):
+    @hooks.on("PreToolUse", idempotent=True)
+    def documented(event):
+        """Refunds over $500 need a human."""
+
+    hooks.on("Stop", name="plain")(lambda event: None)
+    assert (hooks.by_name["documented"].idempotent, hooks.by_name["plain"].idempotent) == (
+        True,
+        False,
+    )
+    assert hooks.by_name["documented"].description == "Refunds over $500 need a human."
+    assert hooks.by_name["plain"].description == ""
+
+
+def test_a_new_app_has_its_defaults():
+    app = HookApp(threads=1, calls_per_handler=1)  # one thread is a pool
+    assert (app.name, app.description, app.config_errors) == ("handler-kit", "", ())
+    assert HookApp("refunds", description="Refund gates").description == "Refund gates"
+
+
+def test_a_keyboard_interrupt_out_of_a_handler_ends_a_direct_run(hooks):
+    """Outside a server a Ctrl-C is the user's, wherever it is raised: it stops the run."""
+
+    @hooks.pre_tool_use()
+    async def stopper(event):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        answer(hooks, PRE)
+    served = answer(hooks.extended(interrupt_fails=True), PRE)
+    assert [(i.status, i.error) for i in served.invocations] == [
+        (Status.ERROR, "KeyboardInterrupt: ")
+    ]

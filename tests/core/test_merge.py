@@ -185,3 +185,53 @@ def test_a_subclass_is_never_equal_to_its_base_as_with_dataclasses():
     assert Failure(True, "n") != NamedFailure(True, "n")
     assert Merged("Stop", "block") == Merged("Stop", "block")
     assert Merged("Stop", "block") != NamedMerged("Stop", "block")
+
+
+# -- continue, suppressOutput and the keys handler-kit does not read ---------------------------
+
+
+def stop(data):
+    return parse_output("Stop", data)
+
+
+@pytest.mark.parametrize(
+    ("outputs", "rendered"),
+    [
+        ([{"continue": True}, {}], {"continue": True}),
+        ([{}, {"continue": True}], {"continue": True}),
+        (
+            [{"continue": False, "stopReason": "a"}, {"continue": True}],
+            {"continue": False, "stopReason": "a"},
+        ),
+        (
+            [{"continue": True}, {"continue": False, "stopReason": "b"}],
+            {"continue": False, "stopReason": "b"},
+        ),
+        ([{"suppressOutput": False}, {}], {"suppressOutput": False}),
+        ([{"suppressOutput": False}, {"suppressOutput": True}], {"suppressOutput": True}),
+        ([{"suppressOutput": True}, {"suppressOutput": False}], {"suppressOutput": True}),
+        ([{}, {}], {}),
+    ],
+)
+def test_any_stop_stops_and_any_suppression_suppresses(outputs, rendered):
+    assert merge("Stop", [stop(o) for o in outputs]).to_output().render("Stop") == rendered
+
+
+def test_keys_not_read_are_kept_the_first_given_wins():
+    def permission(interrupt, **extra):
+        decision = {"behavior": "allow", "interrupt": interrupt}
+        return parse_output(
+            "PermissionRequest", {"hookSpecificOutput": {"decision": decision}, **extra}
+        )
+
+    merged = merge(
+        "PermissionRequest", [permission(False, x_one=1), permission(True, x_one=2, x_two=3)]
+    )
+    assert merged.to_output().render("PermissionRequest") == {
+        "hookSpecificOutput": {
+            "hookEventName": "PermissionRequest",
+            "decision": {"behavior": "allow", "interrupt": False},
+        },
+        "x_one": 1,
+        "x_two": 3,
+    }

@@ -526,3 +526,41 @@ def test_outputs_are_equal_when_every_field_is():
     assert rewrite({"a": 1}) != rewrite({"a": 2})
     assert deny("no") != "deny"
     assert Output.__eq__(deny("no"), "deny") is NotImplemented
+
+
+# -- PermissionRequest's decision object -----------------------------------------------------
+
+KEEP = {"updatedPermissions": [{"type": "setMode", "mode": "default"}], "interrupt": True}
+
+
+def test_a_permission_verdict_is_read_with_the_keys_beside_it() -> None:
+    given = {"behavior": "deny", "message": "no", **KEEP}
+    out = parse_handler_output("PermissionRequest", hso("PermissionRequest", decision=given))
+    assert (out.decision, out.reason, out.updated_input) == ("deny", "no", None)
+    assert out.specific == {"decision": KEEP}
+    assert out.render("PermissionRequest") == hso("PermissionRequest", decision=given)
+    rewritten = {"behavior": "allow", "updatedInput": {"command": "ls"}}
+    out = parse_handler_output("PermissionRequest", hso("PermissionRequest", decision=rewritten))
+    assert (out.decision, out.reason, out.updated_input) == ("allow", None, {"command": "ls"})
+    # nothing kept beside it: a deny merged after this allow must not bring its rewrite back
+    assert out.specific is None
+    assert out.render("PermissionRequest") == hso("PermissionRequest", decision=rewritten)
+
+
+@pytest.mark.parametrize(
+    ("decision", "message"),
+    [
+        (
+            "allow",
+            'hookSpecificOutput.decision must be an object: {"behavior": "allow"} or '
+            '{"behavior": "deny", "message": ...}',
+        ),
+        ({"behavior": "ask"}, "decision.behavior 'ask' is not allow or deny"),
+        ({"behavior": "deny", "message": 5}, "decision.message must be str"),
+        ({"behavior": "allow", "updatedInput": "ls"}, "decision.updatedInput must be an object"),
+    ],
+)
+def test_a_bad_permission_verdict_says_what_is_wrong(decision: Any, message: str) -> None:
+    with pytest.raises(OutputError) as info:
+        normalize("PermissionRequest", {"hookSpecificOutput": {"decision": decision}})
+    assert str(info.value) == message

@@ -137,6 +137,11 @@ def test_the_header_says_what_ran_on_what() -> None:
         "handler_kit.core.merge.x_merge__mutmut_3",
         "handler_kit.core.merge.x_merge__mutmut_9",
     ]
+    run["stopped"] = True
+    assert (
+        "by `make mutation` (1.5 min, stopped before its end: the mutants not checked were "
+        "not run): mutants of" in mutation.header({**run, **mutation.settings(pyproject)})
+    )
     assert "(tested: `handler_kit.core.merge*`, 2 survivors run again by name)" in (
         mutation.header({**run, **mutation.settings(pyproject)})
     )
@@ -149,6 +154,81 @@ def test_runs_of_some_modules_add_up() -> None:
         "seconds": 900.0,
         "patterns": ["handler_kit.core.merge*", "handler_kit.core.matchers*"],
         "date": "d2",
+        "stopped": False,
     }
+    # a run stopped with Ctrl-C stays stopped when another is added to it
+    assert mutation.joined({**first, "stopped": True}, dict(second))["stopped"] is True
     # after a run of everything, a later partial run starts the count again
     assert mutation.joined({"seconds": 5000.0, "patterns": []}, dict(second)) == second
+
+
+def test_the_tree_mutmut_copies_is_importable_in_its_own_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh clone has no mutants/ yet: mutmut's process, started with it on the path, copies
+    the tree there and must then import from it (its first pytest run loads tests/conftest.py
+    from mutants/). Here the child in mutmut's place copies a package and imports it."""
+    monkeypatch.setattr(mutation, "MUTANTS", tmp_path / "mutants")
+    monkeypatch.setattr(mutation, "TIMING", tmp_path / "mutants" / "run.json")
+    copy_then_import = (
+        "import os; os.makedirs('mutants/copied_probe');"
+        "open('mutants/copied_probe/__init__.py', 'w').write('WHERE = __file__');"
+        "import copied_probe; print(copied_probe.WHERE)"
+    )
+    real_run = subprocess.run
+    seen: list[str] = []
+
+    def mutmut(command: list[str], cwd: Path, env: dict[str, str], check: bool) -> object:
+        done = real_run(
+            [sys.executable, "-c", copy_then_import],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        seen.append(done.stdout + done.stderr)
+        return done
+
+    monkeypatch.setattr(subprocess, "run", mutmut)
+    mutation.run_mutmut([], 1, "here")
+    assert seen == [f"{tmp_path / 'mutants' / 'copied_probe' / '__init__.py'}\n"]
+
+
+def test_a_module_not_run_again_keeps_its_row_and_says_which_run_it_is_from() -> None:
+    before = {
+        "seconds": 3000.0,
+        "date": "2026-12-01",
+        "machine": "x86_64, 2 cores",
+        "patterns": ["handler_kit.command.dialects*"],
+        "modules": [
+            {"name": "handler_kit.command.dialects", "counts": {"killed": 9}, "survivors": []},
+            {"name": "handler_kit.core.merge", "counts": {"killed": 1}, "survivors": []},
+            {"name": "handler_kit.gone", "counts": {"killed": 5}, "survivors": []},
+        ],
+    }
+    now = mutation.tally({MERGE + "1": 1, MERGE + "2": 0}, {})
+    files = ["handler_kit/core/merge.py", "handler_kit/command/dialects.py"]
+    modules = mutation.carried(now, before, files)
+    assert [(m.name, m.counts) for m in modules] == [
+        ("handler_kit.core.merge", {"killed": 1, "survived": 1}),
+        ("handler_kit.command.dialects", {"killed": 9}),
+    ]
+    assert modules[1].measured == {
+        "seconds": 3000.0,
+        "date": "2026-12-01",
+        "machine": "x86_64, 2 cores",
+        "tested": "`handler_kit.command.dialects*`",
+    }
+    text = mutation.render(modules, 600.0, "Measured now.")
+    assert "| `handler_kit.command.dialects` * | 9 | 9 | 0 | 0 | 0 | 0 | 0 | 0 | 100.0% |" in text
+    assert "| all | 11 | 10 | 0 | 1 | 0 | 0 | 0 | 0 | 90.9% |" in text
+    assert (
+        "\\* Not tested in this run, the row of an earlier one: measured 2026-12-01 on x86_64, "
+        "2 cores by `make mutation` (50.0 min; tested: `handler_kit.command.dialects*`)."
+    ) in text
+    assert "This run and the earlier ones together: 60.0 min." in text
+    # a row carried again keeps the run it was measured in
+    again = mutation.carried(
+        [], {"modules": [{**before["modules"][0], "measured": {"date": "x"}}]}, files
+    )
+    assert again[0].measured == {"date": "x"}

@@ -170,3 +170,55 @@ def test_mounted_without_its_lifespan_mcp_says_so(no_lifespan_host: str) -> None
         f"{no_lifespan_host}/agent/hooks/refund_gate", json=REFUND, headers=AUTH, timeout=10
     )
     assert answered.json() == DENY
+
+
+def test_a_hookapp_served_as_it_is_builds_its_server_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``uvicorn module:app``: the HookApp itself is the ASGI app; its first call builds the
+    server, configured from HANDLER_KIT_* variables."""
+    monkeypatch.setenv("HANDLER_KIT_TOKENS", TOKEN)
+    hooks = refund_gate.app.extended()
+
+    async def post(headers: dict[str, str]) -> httpx.Response:
+        transport = httpx.ASGITransport(app=hooks)
+        async with httpx.AsyncClient(transport=transport, base_url="http://agent") as http:
+            return await http.post("/hooks/refund_gate", json=REFUND, headers=headers)
+
+    assert asyncio.run(post({})).status_code == 401
+    assert asyncio.run(post(AUTH)).json() == DENY
+
+
+def test_keyword_options_replace_the_environments_fields(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HANDLER_KIT_TOKENS", "not-the-token")
+    server = refund_gate.app.extended().asgi(tokens=[TOKEN])
+
+    async def post(headers: dict[str, str]) -> httpx.Response:
+        transport = httpx.ASGITransport(app=server)
+        async with httpx.AsyncClient(transport=transport, base_url="http://agent") as http:
+            return await http.post("/hooks/refund_gate", json=REFUND, headers=headers)
+
+    assert asyncio.run(post({})).status_code == 401
+    assert asyncio.run(post({"Authorization": "Bearer not-the-token"})).status_code == 401
+    assert asyncio.run(post(AUTH)).json() == DENY
+
+
+def test_a_config_and_keyword_options_together_are_refused() -> None:
+    with pytest.raises(TypeError) as info:
+        refund_gate.app.asgi(ServerConfig(tokens=[TOKEN]), tokens=[TOKEN])
+    assert str(info.value) == "pass either a ServerConfig or keyword options, not both"
+
+
+def test_a_new_hookapp_is_an_asgi_app_before_any_lifespan(monkeypatch: pytest.MonkeyPatch) -> None:
+    from handler_kit import HookApp
+
+    monkeypatch.setenv("HANDLER_KIT_TOKENS", TOKEN)
+    hooks = HookApp("bare")
+
+    async def health() -> httpx.Response:
+        transport = httpx.ASGITransport(app=hooks)
+        async with httpx.AsyncClient(transport=transport, base_url="http://agent") as http:
+            return await http.get("/healthz")
+
+    response = asyncio.run(health())
+    assert (response.status_code, response.json()["status"]) == (200, "ok")
