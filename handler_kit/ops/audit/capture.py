@@ -55,7 +55,6 @@ __all__ = [
 # A status as it is recorded: its text (a plain string pickles and serializes without a call
 # into the enum's Python code).
 _STATUS_TEXT: dict[Any, str] = {status: status.value for status in Status}
-_new_tuple = tuple.__new__
 
 # The key under which the observer leaves the decision id in the context every observer and
 # committer of the answer is handed: what code running after the answer (a shadow candidate)
@@ -127,43 +126,38 @@ def answer_status(answer: Answer) -> str:
 def capture(item: Observed | Capture) -> Capture:
     """The plain values of one observed answer (what :func:`records` needs): strings,
     numbers, tuples and the rendered output, which pickle without a call back into Python
-    (a status goes as its text, not as the enum). A record captured already (a shadow's) is
-    itself."""
-    if type(item) is Capture:
-        return item
-    assert isinstance(item, Observed)
+    (a status goes as its text, not as the enum). A plain tuple of the :class:`Capture`
+    fields, as the writer process is sent it (a NamedTuple pickles through a Python call); a
+    record captured already (a shadow's) is its own fields."""
+    if type(item) is not Observed:
+        return tuple(item)  # type: ignore[arg-type, return-value]
     answer = item.answer
     event = answer.event
     name = event.hook_event_name
-    invocations = handler_values(answer.invocations, name, answer.output)
     trace = item.trace
-    # tuple.__new__: the NamedTuple's own __new__ is a Python function, one more frame
     decision_id = item.decision_id
     body = item.body
-    return _new_tuple(
-        Capture,
-        (
-            decision_id,
-            decision_id,
-            item.end_ns,
-            item.transport,
-            item.principal,
-            item.traceparent,
-            item.pid,
-            name,
-            # the webhook's input: the writer derives its text from the body (keys.body_input)
-            None
-            if item.event_from_body and body is not None and type(event) is model_for(name)
-            else input_json(event),
-            body,
-            answer.output,
-            answer.failed,
-            invocations,
-            None if trace is None else (trace.trace_id, trace.answer_span_id, trace.parent_span_id),
-            "decision",
-            None,
-            None,
-        ),
+    return (  # type: ignore[return-value]
+        decision_id,
+        decision_id,
+        item.end_ns,
+        item.transport,
+        item.principal,
+        item.traceparent,
+        item.pid,
+        name,
+        # the webhook's input: the writer derives its text from the body (keys.body_input)
+        None
+        if item.event_from_body and body is not None and type(event) is model_for(name)
+        else input_json(event),
+        body,
+        answer.output,
+        answer.failed,
+        handler_values(answer.invocations, name, answer.output),
+        None if trace is None else (trace.trace_id, trace.answer_span_id, trace.parent_span_id),
+        "decision",
+        None,
+        None,
     )
 
 

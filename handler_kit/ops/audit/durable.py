@@ -152,7 +152,7 @@ class Channel:
             self.frame_size = FIRST_FRAME
             self.loop.call_soon(self._send)
         batch = self.batch
-        batch.append(tuple(captured))
+        batch.append(captured)  # a plain tuple already
         self.futures.append(future)
         self.counts.append(1)  # one record per answer
         self.waiting += 1

@@ -185,8 +185,11 @@ class AuditProcess:
         self._send(("config", config))
 
     def _send(self, message: Any) -> None:
+        # encode_frame and write_frame, not called: this runs once per batch of answers, and
+        # each Python call between the batch and os.write counts
+        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
         try:
-            write_frame(self.fd, message)
+            write_all(self.fd, LENGTH.pack(len(data)) + data)
         except OSError as exc:  # BrokenPipeError: the process is gone
             raise WriterFailed(f"exited with {self.proc.poll()}: {exc}") from exc
 
@@ -204,9 +207,10 @@ class AuditProcess:
                 if message[0] == answer:
                     return
 
-    def send(self, batch: list[Any]) -> None:
-        # plain tuples: a NamedTuple pickles and unpickles through a Python call each
-        self._send(("batch", [tuple(item) for item in batch]))
+    def send(self, batch: Sequence[tuple[Any, ...]]) -> None:
+        """One frame of captured answers, each a plain tuple (a NamedTuple pickles and
+        unpickles through a Python call each)."""
+        self._send(("batch", batch))
 
     def flush(self) -> None:
         """Return once everything sent so far is written (or the wait timed out: logged)."""

@@ -854,7 +854,10 @@ _datasync = getattr(os, "fdatasync", os.fsync)
 
 def write_all(fd: int, data: bytes) -> None:
     """Write all of ``data`` to ``fd`` (``os.write`` may write part of it)."""
-    view = memoryview(data)
+    written = os.write(fd, data)
+    if written == len(data):  # a frame that fits the pipe: one call, no view
+        return
+    view = memoryview(data)[written:]
     while view:
         written = os.write(fd, view)
         view = view[written:]

@@ -772,8 +772,9 @@ class AuditTrail:
 
     def _send(self, batch: list[Capture]) -> None:
         """Hand the batch to the writer process; on its failure, take its sinks over."""
+        process = self.process
         try:
-            self._writer_process().send(batch)
+            (process if process is not None else self._writer_process()).send(batch)
             self.written += len(batch)  # one record per answer
         except WriterFailed as exc:
             self._take_over(exc)
