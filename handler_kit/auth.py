@@ -85,7 +85,11 @@ class StaticTokenAuth:
         # then compared in full, in constant time.
         self._key = os.urandom(16)
         self._tokens = raw
-        self._hashes = [hash((self._key, token)) for token in raw]
+        # the keyed hash of each token to its index (the first of a repeated token): one
+        # lookup whatever the number of tokens, and its time says nothing about which matched
+        self._index: dict[int, int] = {}
+        for index, token in enumerate(raw):
+            self._index.setdefault(hash((self._key, token)), index)
         self._principals = [f"token#{index}" for index in range(len(raw))]
 
     async def authenticate(self, authorization: bytes | None) -> str:
@@ -93,19 +97,18 @@ class StaticTokenAuth:
 
     def check(self, authorization: bytes | None) -> str:
         """The principal of ``authorization``, or :class:`AuthError` (synchronous)."""
+        # the plain form first; the stored tokens are stripped, so one with spaces around it
+        # cannot match here and takes the general reading below
         token = authorization[7:] if authorization and authorization[:7] == b"Bearer " else b""
-        if not token or token[:1].isspace() or token[-1:].isspace():
-            # anything but the plain form: the general reading, and its error messages
-            token = bearer_token(authorization)
-        code = hash((self._key, token))
-        found = -1
-        # compare with every token, no early exit: timing says nothing about which matched
-        for index, known in enumerate(self._hashes):
-            if known == code and found < 0 and hmac.compare_digest(token, self._tokens[index]):
-                found = index
-        if found < 0:
+        index = self._index.get(hash((self._key, token)), -1)
+        if index >= 0 and hmac.compare_digest(token, self._tokens[index]):
+            return self._principals[index]
+        # anything else: the general reading, and its error messages
+        token = bearer_token(authorization)
+        index = self._index.get(hash((self._key, token)), -1)
+        if index < 0 or not hmac.compare_digest(token, self._tokens[index]):
             raise AuthError("invalid bearer token")
-        return self._principals[found]
+        return self._principals[index]
 
 
 class JWTAuth:

@@ -135,6 +135,24 @@ def test_static_token_rules():
     assert "nope" not in str(info.value)
 
 
+def test_static_token_readings_and_a_repeated_token():
+    auth = StaticTokenAuth([TOKEN_A, TOKEN_B, TOKEN_A])
+    assert auth.check(f"Bearer {TOKEN_A}".encode()) == "token#0"  # the first of a repeat
+    assert auth.check(f"Bearer {TOKEN_B}".encode()) == "token#1"
+    # not the plain form: the general reading (any case of the scheme, spaces around)
+    assert auth.check(f"bearer {TOKEN_B}".encode()) == "token#1"
+    assert auth.check(f"Bearer  {TOKEN_A} ".encode()) == "token#0"
+    for wrong, message in [
+        (None, "missing bearer token"),
+        (b"", "missing bearer token"),
+        (b"Bearer ", "must be 'Bearer <token>'"),
+        (f"Basic {TOKEN_A}".encode(), "must be 'Bearer <token>'"),
+        (f"Bearer {TOKEN_A}x".encode(), "invalid bearer token"),
+    ]:
+        with pytest.raises(AuthError, match=message):
+            auth.check(wrong)
+
+
 # -- JWT: HS256 with a static secret -------------------------------------------------------
 
 
