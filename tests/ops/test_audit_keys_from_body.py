@@ -7,7 +7,6 @@ surrogate escape, read by the standard library)."""
 from __future__ import annotations
 
 import hashlib
-import time
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ from handler_kit import HookApp, PreToolUse, allow
 from handler_kit.config import OperationsConfig, ServerConfig
 from handler_kit.testing import running_server
 from tests.support.http import TOKEN
-from tests.support.payloads import read_jsonl
+from tests.support.payloads import wait_for_jsonl
 
 SPACED = (
     b'{"tool_input": {"command": "ls", "n": 1.50}, "tool_use_id": "tu-spaced", '
@@ -49,15 +48,6 @@ def _gate() -> HookApp:
     return app
 
 
-def _records(path: Path, count: int) -> list[dict[str, Any]]:
-    for _ in range(200):
-        found = read_jsonl(path) if path.exists() else []
-        if len(found) >= count:
-            return found
-        time.sleep(0.05)
-    raise AssertionError(f"{len(read_jsonl(path))} records, {count} expected")
-
-
 def test_the_keys_of_a_webhook_record_digest_the_input_as_the_model_writes_it(
     tmp_path: Path,
 ) -> None:
@@ -69,7 +59,7 @@ def test_the_keys_of_a_webhook_record_digest_the_input_as_the_model_writes_it(
             for path in ("/hooks", "/hooks/gate"):
                 for body in (SPACED, LONE):
                     assert http.post(path, content=body).status_code == 200
-        records = _records(log, 4)
+        records = wait_for_jsonl(log, 4)
     assert hashlib.sha256(SPACED_TEXT.encode()).hexdigest()[:16] == "ccb19a1a6320bf68"
     assert hashlib.sha256(LONE_TEXT.encode()).hexdigest()[:16] == "fcf227d65c428422"
     expected = [

@@ -22,7 +22,7 @@ from handler_kit.ops.audit.records import REDACTED
 from handler_kit.ops.operations import Operations
 from handler_kit.testing import running_server
 from tests.support.http import TOKEN
-from tests.support.payloads import read_jsonl
+from tests.support.payloads import read_jsonl, wait_for_jsonl
 
 
 def _gate() -> HookApp:
@@ -43,15 +43,6 @@ def _candidate() -> HookApp:
         return allow("fine")
 
     return app
-
-
-def _records(path: Path, count: int) -> list[dict[str, Any]]:
-    for _ in range(200):
-        found = read_jsonl(path) if path.exists() else []
-        if len(found) >= count:
-            return found
-        time.sleep(0.05)
-    raise AssertionError(f"{len(read_jsonl(path))} records, {count} expected")
 
 
 def _post(server: Any, body: bytes) -> httpx.Response:
@@ -81,7 +72,7 @@ def test_the_whole_input_is_recorded_when_asked_and_says_whether_it_is_whole(
     with running_server(_gate(), config=config) as server:
         assert _post(server, plain).status_code == 200
         assert _post(server, secret).status_code == 200
-        whole, redacted = _records(log, 2)
+        whole, redacted = wait_for_jsonl(log, 2)
     assert whole["input"] == json.loads(plain)
     assert whole["input_complete"] is True
     assert whole["input_digest"] == hashlib.sha256(plain).hexdigest()[:16]
@@ -106,7 +97,7 @@ def test_by_default_the_record_keeps_tool_input_and_is_never_complete(tmp_path: 
     )
     with running_server(_gate(), config=config) as server:
         assert _post(server, body).status_code == 200
-        (record,) = _records(log, 1)
+        (record,) = wait_for_jsonl(log, 1)
     assert record["input"] == {"tool_input": {"command": "ls"}}
     assert record["input_complete"] is False
     assert record["input_digest"] == hashlib.sha256(body).hexdigest()[:16]

@@ -4,6 +4,7 @@ transport test sends, and JSON-lines files read while they are being written."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -66,3 +67,14 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
         return []
     complete = path.read_text(encoding="utf-8").split("\n")[:-1]
     return [json.loads(line) for line in complete if line]
+
+
+def wait_for_jsonl(path: Path, count: int) -> list[dict[str, Any]]:
+    """The records of a JSON-lines file once it holds ``count`` of them (a writer process
+    writes them a batch at a time, after the answers), waiting up to 10 s."""
+    for _ in range(200):
+        found = read_jsonl(path)
+        if len(found) >= count:
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f"{len(read_jsonl(path))} records, {count} expected")
