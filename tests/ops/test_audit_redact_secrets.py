@@ -16,7 +16,7 @@ from handler_kit import HookApp, PreToolUse, deny
 from handler_kit.config import JWTConfig, OperationsConfig, ServerConfig
 from handler_kit.ops.audit.records import REDACTED, Redactor
 from handler_kit.testing import running_server
-from tests.support.payloads import read_jsonl
+from tests.support.payloads import wait_for_jsonl
 
 # random-looking values no secret-value pattern recognises: only an exact match finds them
 TOKEN = "Zq7xW2mK9pL4vN8rT3yB6cH1"
@@ -46,16 +46,6 @@ def event(command: str, **tool_input: Any) -> dict[str, Any]:
     }
 
 
-def records_of(path: Path, count: int) -> list[dict[str, Any]]:
-    """The audit file's records once ``count`` have been written (bounded wait)."""
-    for _ in range(200):
-        found = read_jsonl(path)
-        if len(found) >= count:
-            return found
-        time.sleep(0.05)
-    raise AssertionError(f"{len(read_jsonl(path))} audit records written, {count} expected")
-
-
 @pytest.mark.parametrize("process", [True, False], ids=["writer-process", "writer-thread"])
 def test_a_token_pasted_into_tool_input_is_recorded_redacted(tmp_path: Path, process: bool):
     log = tmp_path / "audit.jsonl"
@@ -79,7 +69,7 @@ def test_a_token_pasted_into_tool_input_is_recorded_redacted(tmp_path: Path, pro
         assert answer.status_code == 200
         # the answer itself is the handler's business: it is sent as it is
         assert TOKEN in answer.text
-        written = records_of(log, 1)
+        written = wait_for_jsonl(log, 1)
         event_id = written[-1]["event_id"]
         shown = http.get("/_inspector/api/record", params={"event_id": event_id}, headers=auth)
         assert shown.status_code == 200
@@ -113,7 +103,7 @@ def test_the_jwt_hmac_secret_is_redacted_too(tmp_path: Path) -> None:
             headers={"Authorization": f"Bearer {token}"},
         )
         assert response.status_code == 200
-        records_of(log, 1)
+        wait_for_jsonl(log, 1)
     text = log.read_text()
     assert HMAC_SECRET not in text
     assert f"export JWT_KEY={REDACTED}" in text
