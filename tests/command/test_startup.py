@@ -281,3 +281,98 @@ def test_a_gate_raising_a_base_exception_still_denies(tmp_path: Path) -> None:
         assert answer["permissionDecision"] == "deny", tool
         assert "fail closed" in answer["permissionDecisionReason"], tool
         assert result.stderr.startswith("handler-kit: error: handler gate failed"), result.stderr
+
+
+# -- what a command hook loads: the packages and handler-kit's own modules --------------------
+
+LOADED_PROBE = """
+import json, sys
+before = set(sys.modules)
+from handler_kit.cli import main
+code = main(["command", %r])
+new = set(sys.modules) - before
+report = {
+    "code": code,
+    "packages": sorted(
+        {name.split(".")[0] for name in new} - set(sys.stdlib_module_names)
+        - {name for name in new if name.startswith("_sysconfigdata_")}
+    ),
+    "handler_kit": sorted(name for name in new if name.split(".")[0] == "handler_kit"),
+    "standard_library_left_out": sorted(
+        name for name in ("argparse", "asyncio", "logging", "traceback", "sqlite3", "ssl",
+                          "http", "concurrent", "subprocess", "tomllib")
+        if name not in sys.modules
+    ),
+}
+sys.stderr.write("REPORT " + json.dumps(report) + "\\n")
+"""
+
+
+def test_a_command_hook_loads_only_pydantic_the_core_and_the_app() -> None:
+    """Every package and every handler-kit module a command hook answering the refund gate
+    loads, as an expected list: nothing of the server stack (starlette, uvicorn, httpx, mcp,
+    jwt, anyio), of the operations (audit, metrics, tracing), the settings or the other
+    transports; and none of the standard library's larger modules that only they, an event
+    loop or a failure need. (``importlib.metadata`` and ``email`` are loaded by pydantic, to
+    find its plugins, when the event's model is first built.)"""
+    done = subprocess.run(
+        [sys.executable, "-c", LOADED_PROBE % APP],
+        input=EVENT,
+        cwd=REPO,
+        env=clean_env(),
+        capture_output=True,
+        timeout=120,
+    )
+    line = next(x for x in done.stderr.decode().splitlines() if x.startswith("REPORT "))
+    report = json.loads(line.removeprefix("REPORT "))
+    assert report == {
+        "code": 0,
+        "packages": [
+            "annotated_types",
+            "example_servers",
+            "handler_kit",
+            "pydantic",
+            "pydantic_core",
+            "typing_extensions",
+            "typing_inspection",
+        ],
+        "handler_kit": [
+            "handler_kit",
+            "handler_kit._compat",
+            "handler_kit._version",
+            "handler_kit.cli",
+            "handler_kit.command",
+            "handler_kit.command._clock",
+            "handler_kit.command._options",
+            "handler_kit.command.hook",
+            "handler_kit.config",
+            "handler_kit.core",
+            "handler_kit.core._base_events",
+            "handler_kit.core._coroutines",
+            "handler_kit.core._decorators",
+            "handler_kit.core._fast_coroutines",
+            "handler_kit.core._js_regex",
+            "handler_kit.core._log",
+            "handler_kit.core.app",
+            "handler_kit.core.events",
+            "handler_kit.core.loader",
+            "handler_kit.core.loop_guard",
+            "handler_kit.core.matchers",
+            "handler_kit.core.merge",
+            "handler_kit.core.names",
+            "handler_kit.core.outputs",
+            "handler_kit.core.vocabulary",
+        ],
+        "standard_library_left_out": [
+            "argparse",
+            "asyncio",
+            "concurrent",
+            "http",
+            "logging",
+            "sqlite3",
+            "ssl",
+            "subprocess",
+            "tomllib",
+            "traceback",
+        ],
+    }
