@@ -6,8 +6,9 @@ machine cancels out, reporting medians:
 * webhook: raw-ASGI baseline vs ``handler-kit serve example_servers.refund_gate:app``, loaded
   with the same PreToolUse POST at each connection count;
 * mcp: ``tools/call`` of ``refund_gate`` on handler-kit's ``/mcp`` vs a plain ``MCPServer``;
-* command: start-up of ``handler-kit command`` vs bare ``python -c json.load`` vs a hand-written
-  pydantic script (``bench/pydantic_hook.py``), interleaved runs; in the same runs, the
+* command: start-up of ``handler-kit command`` vs bare ``python -c json.load``, ``python -c
+  "import pydantic"`` and a hand-written pydantic script (``bench/pydantic_hook.py``),
+  interleaved runs; in the same runs, the
   ``handler-kit forward`` command hook as ``install --via`` writes it, asking a running
   ``handler-kit serve``, against the same bare Python (row ``forward``).
 """
@@ -730,6 +731,13 @@ def _run_command_cases(args, server: Server, forward_argv: list[str]) -> dict:
             [sys.executable, "-c", "import json,sys; json.load(sys.stdin)"],
             None,
         ),
+        # the interpreter with pydantic imported and nothing built: the share of a command
+        # hook's start-up that any process importing pydantic pays
+        "import_pydantic": (
+            "python -c import pydantic",
+            [sys.executable, "-c", "import pydantic"],
+            None,
+        ),
         "pydantic": (
             "hand-written pydantic",
             [sys.executable, str(HERE / "pydantic_hook.py")],
@@ -828,6 +836,14 @@ def _run_command_cases(args, server: Server, forward_argv: list[str]) -> dict:
         "pydantic/bare": ratio(c["pydantic"]["median_ms"], c["bare"]["median_ms"]),
         "cpu handler_kit/pydantic": ratio(
             c["handler_kit"]["cpu_median_ms"], c["pydantic"]["cpu_median_ms"]
+        ),
+        # CPU time per invocation (user + system of the child), against Python importing
+        # pydantic and against bare Python
+        "cpu handler_kit/import pydantic": ratio(
+            c["handler_kit"]["cpu_median_ms"], c["import_pydantic"]["cpu_median_ms"]
+        ),
+        "cpu handler_kit/bare": ratio(
+            c["handler_kit"]["cpu_median_ms"], c["bare"]["cpu_median_ms"]
         ),
     }
     # the same bare-Python and in-process command runs, interleaved with the forwarder's
@@ -1155,7 +1171,7 @@ def write_chart(result: dict, path: Path) -> str | None:
         drawn = ax.bar(
             [c["label"] for c in cases],
             [c["median_ms"] or 0 for c in cases],
-            color=["#bbbbbb", "#8c8c8c", "#2a7ab9"][: len(cases)],
+            color=["#bbbbbb", "#a5a5a5", "#8c8c8c", "#2a7ab9"][: len(cases)],
         )
         ax.bar_label(drawn, fmt="%.0f", fontsize=7)
         ax.set_title("command hook start-up: median wall ms (lower is better)")

@@ -47,7 +47,7 @@ def test_bench_quick_writes_every_row(quick_bench, tmp_path):
         assert row["ratio"]["rps"] is not None
 
     cases = rows["command"]["cases"]
-    assert set(cases) == {"bare", "pydantic", "handler_kit"}
+    assert set(cases) == {"bare", "import_pydantic", "pydantic", "handler_kit"}
     for name, case in cases.items():
         assert case["status"] == "ok", (name, case.get("reason"))
         assert case["runs"] >= 1 and case["median_ms"] > 0, (name, case)
