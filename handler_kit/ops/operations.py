@@ -293,6 +293,7 @@ def _audit(
         on_commit=metrics.audit_commit.observe if metrics is not None else None,
         # a commit slower than the shortest deadline fails that handler's answers
         stall_after=min((h.deadline for h in hook_app.handlers), default=1.0),
+        events=tuple(hook_app.by_event),
     )
 
 

@@ -104,7 +104,9 @@ class Channel:
     def __init__(self, trail: AuditTrail, loop: asyncio.AbstractEventLoop) -> None:
         self.trail = trail
         self.loop = loop
-        self.process = AuditProcess(trail.specs, app=trail.app, policy=trail.policy, durable=True)
+        self.process = AuditProcess(
+            trail.specs, app=trail.app, policy=trail.policy, durable=True, events=trail.events
+        )
         self.fd = self.process.fd
         os.set_blocking(self.fd, False)
         os.set_blocking(self.process.acks, False)

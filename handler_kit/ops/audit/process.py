@@ -123,6 +123,37 @@ def read_frame(fd: int) -> Any | None:
     return None if data is None else pickle.loads(data)
 
 
+def writer_config(
+    specs: Sequence[str],
+    *,
+    app: str,
+    policy: RecordPolicy,
+    durable: bool = False,
+    events: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The first frame's message to the writer process: its sinks, the record policy, and the
+    app's events, whose models it builds before the first batch."""
+    redactor = policy.redactor
+    return {
+        "sinks": list(specs),
+        "app": app,
+        "redact": [".".join(path) for path in redactor.paths],
+        "secret_keys": redactor.secret_keys,
+        "secret_values": redactor.secret_values,
+        "max_chars": redactor.max_chars,
+        # over the pipe, never in the environment or the command line
+        "secrets": list(redactor.secrets),
+        "tool_input": policy.tool_input,
+        "text": policy.text,
+        "full_input": policy.full_input,
+        "app_version": policy.app_version,
+        "replica": policy.replica,
+        "durable": durable,
+        # the app's events, whose models the process builds before the first batch
+        "events": list(events),
+    }
+
+
 class AuditProcess:
     """The server side: starts the writer process and talks to it (from the writer thread)."""
 
@@ -134,6 +165,7 @@ class AuditProcess:
         policy: RecordPolicy,
         timeout: float = 10.0,
         durable: bool = False,
+        events: Sequence[str] = (),
     ) -> None:
         from handler_kit.config import environment
 
@@ -165,24 +197,9 @@ class AuditProcess:
         assert self.proc.stdin is not None
         self.fd = self.proc.stdin.fileno()
         self.acks = ack_read
-        redactor = policy.redactor
-        config = {
-            "sinks": list(specs),
-            "app": app,
-            "redact": [".".join(path) for path in redactor.paths],
-            "secret_keys": redactor.secret_keys,
-            "secret_values": redactor.secret_values,
-            "max_chars": redactor.max_chars,
-            # over the pipe, never in the environment or the command line
-            "secrets": list(redactor.secrets),
-            "tool_input": policy.tool_input,
-            "text": policy.text,
-            "full_input": policy.full_input,
-            "app_version": policy.app_version,
-            "replica": policy.replica,
-            "durable": durable,
-        }
-        self._send(("config", config))
+        self._send(
+            ("config", writer_config(specs, app=app, policy=policy, durable=durable, events=events))
+        )
 
     def _send(self, message: Any) -> None:
         # encode_frame and write_frame, not called: this runs once per batch of answers, and
@@ -291,6 +308,7 @@ def main(argv: list[str]) -> int:
     policy = _policy(config)
     app = config["app"]
     _each(sinks, "open", "could not be opened")
+    _build_models(config.get("events", ()))
     # durable: the sinks are written by a thread of their own, which commits while this one
     # reads and builds the next group
     committer = _Committer(sinks, acks) if durable else None
@@ -367,6 +385,17 @@ def _policy(config: dict[str, Any]) -> RecordPolicy:
         app_version=config["app_version"],
         replica=config["replica"],
     )
+
+
+def _build_models(events: Sequence[str]) -> None:
+    """Build the models of the app's events now. Their schemas are deferred, and the record of
+    a webhook's answer validates its body with its event's model (the input's text and
+    digest): the first answer of each event would pay for the build (and for pydantic's first
+    validator, its plugins looked up), in durable mode inside that answer's commit."""
+    from handler_kit.core.events import model_for
+
+    for name in events:
+        model_for(name).model_rebuild()
 
 
 def _built(

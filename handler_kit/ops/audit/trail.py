@@ -234,12 +234,15 @@ class AuditTrail:
         durable: bool = False,
         on_commit: Callable[[int], None] | None = None,
         stall_after: float = 1.0,
+        events: Sequence[str] = (),
     ) -> None:
         if on_full not in ("block", "drop"):
             raise ValueError("on_full is 'block' or 'drop'")
         self.app = app
         self.policy = policy
         self.durable = durable
+        # the app's events: the writer process builds their models when it starts
+        self.events = tuple(events)
         # durable: one commit is one write of every sink, so the process commits all or none
         use_process = process and not synchronous and bool(specs) and not (durable and sinks)
         self.specs = list(specs) if use_process else []
@@ -766,7 +769,11 @@ class AuditTrail:
     def _writer_process(self) -> AuditProcess:
         if self.process is None:
             self.process = AuditProcess(
-                self.specs, app=self.app, policy=self.policy, durable=self.durable
+                self.specs,
+                app=self.app,
+                policy=self.policy,
+                durable=self.durable,
+                events=self.events,
             )
         return self.process
 
