@@ -206,13 +206,24 @@ def json_validator(model: type[HookEvent]) -> Callable[[bytes], HookEvent]:
     pydantic's public :class:`~pydantic.TypeAdapter` hands out the validator itself. The model
     is built now when its build was deferred, so the adapter shares the model's validator
     rather than building one of its own."""
+    validate_json: Callable[[bytes], HookEvent] = _validator(model).validate_json
+    return validate_json
+
+
+def python_validator(model: type[HookEvent]) -> Callable[[Any], HookEvent]:
+    """``model``'s own validator of a Python object (a dict of arguments): what
+    ``model.model_validate`` calls, without its frame (see :func:`json_validator`)."""
+    validate_python: Callable[[Any], HookEvent] = _validator(model).validate_python
+    return validate_python
+
+
+def _validator(model: type[HookEvent]) -> Any:
     from pydantic import TypeAdapter
 
     model.model_rebuild()
     adapter = TypeAdapter(model)
     adapter.rebuild()
-    validate_json: Callable[[bytes], HookEvent] = adapter.validator.validate_json
-    return validate_json
+    return adapter.validator
 
 
 def parse_event(data: dict[str, Any] | bytes | str) -> HookEvent:

@@ -20,7 +20,7 @@ import mcp_types as mt
 from pydantic import ValidationError
 
 from handler_kit.core.app import HookApp
-from handler_kit.core.events import HookEvent
+from handler_kit.core.events import HookEvent, python_validator
 from handler_kit.core.matchers import is_match_all
 from handler_kit.core.vocabulary import INPUT_ID_FIELDS, Answer, Handler, load_json
 
@@ -65,7 +65,7 @@ class ToolSpec:
     json_fields: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "validate", self.handler.model.model_validate)
+        object.__setattr__(self, "validate", python_validator(self.handler.model))
         matches = None if is_match_all(self.handler.matcher) else self.handler.matches
         object.__setattr__(self, "matches", matches)
         object.__setattr__(self, "json_fields", structured_fields(self.handler.model))
