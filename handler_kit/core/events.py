@@ -203,27 +203,37 @@ def json_validator(model: type[HookEvent]) -> Callable[[bytes], HookEvent]:
     validation in one pass), for a caller that validates many inputs of one event.
 
     ``model.model_validate_json`` calls the same validator from a Python frame of its own;
-    pydantic's public :class:`~pydantic.TypeAdapter` hands out the validator itself. The model
-    is built now when its build was deferred, so the adapter shares the model's validator
-    rather than building one of its own."""
-    validate_json: Callable[[bytes], HookEvent] = _validator(model).validate_json
+    pydantic's public :class:`~pydantic.TypeAdapter` hands out the validator itself (see
+    :func:`_adapter`)."""
+    validate_json: Callable[[bytes], HookEvent] = _adapter(model).validator.validate_json
     return validate_json
 
 
 def python_validator(model: type[HookEvent]) -> Callable[[Any], HookEvent]:
     """``model``'s own validator of a Python object (a dict of arguments): what
     ``model.model_validate`` calls, without its frame (see :func:`json_validator`)."""
-    validate_python: Callable[[Any], HookEvent] = _validator(model).validate_python
+    validate_python: Callable[[Any], HookEvent] = _adapter(model).validator.validate_python
     return validate_python
 
 
-def _validator(model: type[HookEvent]) -> Any:
+def json_serializer(model: type[HookEvent]) -> Callable[..., bytes]:
+    """``model``'s own JSON serializer (pydantic-core's ``SchemaSerializer.to_json``), for a
+    caller that writes many inputs of one event: ``pydantic_core.to_json(event)`` reaches the
+    same serializer through a lookup of the model's on every call."""
+    to_json: Callable[..., bytes] = _adapter(model).serializer.to_json
+    return to_json
+
+
+def _adapter(model: type[HookEvent]) -> Any:
+    """A :class:`~pydantic.TypeAdapter` of ``model``. The model is built now when its build was
+    deferred, so the adapter shares the model's validator and serializer rather than building
+    its own."""
     from pydantic import TypeAdapter
 
     model.model_rebuild()
     adapter = TypeAdapter(model)
     adapter.rebuild()
-    return adapter.validator
+    return adapter
 
 
 def parse_event(data: dict[str, Any] | bytes | str) -> HookEvent:

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError, to_json
 
-from handler_kit.core.events import model_for
+from handler_kit.core.events import json_serializer, json_validator, model_for
 from handler_kit.core.vocabulary import load_json
 
 if TYPE_CHECKING:
@@ -25,6 +26,10 @@ if TYPE_CHECKING:
 
 SCOPE_FIELDS = ("tool_use_id", "turn_id", "prompt_id", "session_id")
 _REPLACEMENT = "\ufffd".encode()
+# Each event model's JSON validator and serializer, called directly (model_validate_json and
+# to_json reach the same ones through a Python frame or a lookup per call): the audit writer
+# process reads every webhook input again, of a few events.
+_CODECS: dict[type[HookEvent], tuple[Callable[[bytes], HookEvent], Callable[..., bytes]]] = {}
 
 
 def scope_of(values: dict[str, Any]) -> str:
@@ -49,7 +54,7 @@ def input_digest_of(input_json: str) -> str:
     return hashlib.sha256(input_json.encode()).hexdigest()[:16]
 
 
-def input_json(event: HookEvent) -> str:
+def input_json(event: HookEvent, dump: Callable[..., bytes] = to_json) -> str:
     """The hook input as JSON, nulls dropped: what the audit trail records and digests.
 
     pydantic-core writes it, except what it refuses: a lone surrogate (``"\\ud800"``, which
@@ -57,11 +62,14 @@ def input_json(event: HookEvent) -> str:
     argument is not held to the input depth limit). The standard library writes those, the
     surrogate as its escape, the nesting cut at
     :data:`~handler_kit.ops.audit.records.MAX_RECORD_DEPTH`: such an input is recorded too.
+    ``dump``: the event's model's own serializer
+    (:func:`~handler_kit.core.events.json_serializer`) when the caller has it: the same text.
     """
     try:
         # model_dump_json() without its frame: pydantic-core hands a model to its own
-        # serializer, with the same defaults
-        data = to_json(event, exclude_none=True)
+        # serializer, with the same defaults (by_alias: to_json's, which a model's own
+        # serializer does not default to)
+        data = dump(event, exclude_none=True, by_alias=True)
     except PydanticSerializationError:
         pass
     else:
@@ -85,12 +93,16 @@ def body_input(event_name: str, body: bytes) -> tuple[str, dict[str, Any]]:
     text, and the digest of the idempotency keys, are the ones the answer path would have
     written. The audit writer process derives them: the server's process hands the body over."""
     model = model_for(event_name)
+    codec = _CODECS.get(model)
+    if codec is None:
+        codec = _CODECS[model] = (json_validator(model), json_serializer(model))
+    validate_json, dump = codec
     try:
-        event = model.model_validate_json(body)
+        event = validate_json(body)
     except ValidationError:
         event = model.model_validate(load_json(body))
     extra = event.model_extra
-    return input_json(event), {**event.__dict__, **extra} if extra else event.__dict__
+    return input_json(event, dump), {**event.__dict__, **extra} if extra else event.__dict__
 
 
 def input_digest(event: HookEvent) -> str:
