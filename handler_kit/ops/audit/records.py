@@ -138,11 +138,12 @@ getrandbits = random.getrandbits
 _sha256 = hashlib.sha256
 
 
-def new_event_id() -> str:
+def new_event_id(ns: int | None = None) -> str:
     """``evt_`` + 32 hex digits: 48 bits of milliseconds then 80 random bits, so ids sort by
     time (like a UUIDv7) and do not collide across workers or replicas. A decision's id is
-    drawn on the answer path: the time's digits are formatted once per millisecond."""
-    return f"{event_stamp()}{getrandbits(80):020x}"
+    drawn on the answer path: the time's digits are formatted once per millisecond. ``ns``:
+    the time (``time.time_ns()``) when the caller has read it already."""
+    return f"{event_stamp(ns)}{getrandbits(80):020x}"
 
 
 def new_trace_id() -> str:
@@ -479,9 +480,10 @@ def iso_time(ns: int) -> str:
 _stamp: list[tuple[int, str]] = [(-1, "")]  # the last millisecond's, as _second
 
 
-def event_stamp() -> str:
-    """``evt_`` and the 12 hex digits of the time in milliseconds: how event ids begin."""
-    millis = time.time_ns() // 1_000_000
+def event_stamp(ns: int | None = None) -> str:
+    """``evt_`` and the 12 hex digits of the time in milliseconds (``ns``, else now): how event
+    ids begin."""
+    millis = (time.time_ns() if ns is None else ns) // 1_000_000
     last = _stamp[0]
     if last[0] != millis:
         last = _stamp[0] = (millis, f"evt_{millis:012x}")

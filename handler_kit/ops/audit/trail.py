@@ -283,6 +283,9 @@ class AuditTrail:
         self._stalled_at = -1
         self.process: AuditProcess | None = None
         self._items: collections.deque[Any] = collections.deque()
+        # submit() would only append to the queue: the writer thread runs, the trail is not
+        # closed, neither durable nor synchronous (observe() then appends itself)
+        self._queueing = False
         self._wake = Wake()
         self._drained = threading.Condition()
         self._thread: threading.Thread | None = None
@@ -306,14 +309,15 @@ class AuditTrail:
         :data:`~handler_kit.ops.audit.capture.DECISION_ID`, so that what runs after the answer
         can name it; then queue the answer (:meth:`submit`). The :class:`Observed` queued,
         its ``ack`` set in durable mode."""
-        decision_id = trace.answer_event_id if trace is not None else new_event_id()
+        end_ns = time.time_ns()  # the answer's time, and its decision id's
+        decision_id = trace.answer_event_id if trace is not None else new_event_id(end_ns)
         context[DECISION_ID] = decision_id
         item = Observed(
             answer,
             transport,
             context.get("principal"),
             traceparent,
-            time.time_ns(),
+            end_ns,
             pid,
             trace,
             None,
@@ -321,6 +325,12 @@ class AuditTrail:
             context.get("body"),
             context.get("event_from_body", False),
         )
+        # the usual case, without submit()'s frame and checks: the writer thread drains a
+        # queue with room (nothing waits for the answer's record)
+        items = self._items
+        if self._queueing and len(items) < self.queue_size:
+            items.append(item)
+            return item
         item.ack = self.submit(item)
         return item
 
@@ -622,6 +632,7 @@ class AuditTrail:
             thread.start()
             self._thread = thread
             atexit.register(self.close)
+            self._queueing = not (self.durable or self.synchronous or self._closed)
 
     def _run(self) -> None:
         if self.durable:
@@ -882,6 +893,7 @@ class AuditTrail:
             if self._closed:
                 return
             self._closed = True
+            self._queueing = False
             thread = self._thread
             channel, self._channel = self._channel, None
         if channel is not None:
