@@ -6,8 +6,8 @@ memoizes a repeated object and the redactor caches repeated strings) through one
 audit pipeline:
 
 * ``server``: what the server's writer thread does per batch: capture each observed answer and
-  encode the batch frame (pickle) it writes down the pipe;
-* ``writer``: what the audit writer process does per frame: unpickle, build the records,
+  encode the batch frame it writes down the pipe;
+* ``writer``: what the audit writer process does per frame: decode, build the records,
   serialize them and write the JSON lines to a file (``O_APPEND``, one write per batch).
 
 ``--instructions`` runs it under ``valgrind --tool=callgrind`` between the same markers as
@@ -118,8 +118,12 @@ def writer_side(frames: list[bytes], folder: str) -> None:
     record_lines = getattr(R, "record_lines", None)
     # what the sink reads of the records (process.main does the same)
     record_keys = R.record_keys_of([sink]) if hasattr(R, "record_keys_of") else None
+    # the frame's format as the writer process reads it, or pickle (a version before it)
+    from handler_kit.ops.audit import process
+
+    decode = getattr(process, "decode", pickle.loads)
     for frame in frames:
-        message = pickle.loads(frame[4:])
+        message = decode(frame[4:])
         lines = []
         for item in message[1]:
             if record_keys is not None:

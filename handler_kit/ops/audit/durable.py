@@ -14,7 +14,6 @@ import contextlib
 import heapq
 import logging
 import os
-import pickle
 import threading
 import time
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from handler_kit.ops.audit.capture import capture
 
 # imported once, here: an import statement of a module, run again per frame, costs a failed
 # ``__path__`` lookup with its formatted exception each time
-from handler_kit.ops.audit.process import LENGTH, AuditProcess, encode_frame
+from handler_kit.ops.audit.process import LENGTH, AuditProcess, decode, encode_frame
 from handler_kit.ops.audit.records import write_all
 
 if TYPE_CHECKING:
@@ -252,7 +251,7 @@ class Channel:
             size = LENGTH.unpack_from(inbox)[0]
             if len(inbox) < LENGTH.size + size:
                 break
-            message = pickle.loads(inbox[LENGTH.size : LENGTH.size + size])
+            message = decode(inbox[LENGTH.size : LENGTH.size + size])
             del inbox[: LENGTH.size + size]
             self._answer(message)
 

@@ -3,13 +3,13 @@
 Why a process: building a record (ids, redaction, JSON) costs several times more CPU than
 copying an answer's values, and a thread in the server would take that CPU, and the GIL, from
 the event loop. One writer process per server worker does it on another core; the server
-only pickles :class:`~handler_kit.ops.audit.records.Capture` batches down a pipe
+only writes :class:`~handler_kit.ops.audit.records.Capture` batches down a pipe
 (:class:`AuditProcess`).
 
-Protocol: frames (4-byte big-endian length + pickle) on the child's stdin: ``("config",
-{...})`` first, then ``("batch", [Capture, ...])``, ``("flush",)``, ``("stop",)``. The child
-answers ``("flushed",)`` and ``("closed",)`` on a separate pipe (its stdout stays the server's,
-for a ``stdout`` sink).
+Protocol: frames (4-byte big-endian length + the message, :func:`encode_frame`) on the child's
+stdin: ``("config", {...})`` first, then ``("batch", [Capture, ...])``, ``("flush",)``,
+``("stop",)``. The child answers ``("flushed",)`` and ``("closed",)`` on a separate pipe (its
+stdout stays the server's, for a ``stdout`` sink).
 
 In the durable audit mode (``"durable"`` in the config) a batch is ``("batch", [Capture, ...],
 last)``: the server sends the answers of one turn of its event loop in one or more frames as
@@ -40,6 +40,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import logging
+import marshal
 import os
 import pickle
 import select
@@ -72,10 +73,36 @@ class WriterFailed(Exception):
     """The writer process is gone or does not answer."""
 
 
+# A frame's first byte says how its message is written: in marshal's format when it holds only
+# values marshal writes (strings, bytes, numbers, None, booleans, tuples, lists and dicts of
+# them, of exactly those types: a captured answer is), which costs a fraction of pickle's
+# per object; otherwise (a handler's output holding another type) pickled. Both ends are this
+# module, in processes of the same server: never a stored or foreign format.
+_MARSHAL = b"m"
+_PICKLE = b"p"
+
+
 def encode_frame(message: Any) -> bytes:
-    """One frame: 4-byte big-endian length, then the pickled message."""
-    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    return LENGTH.pack(len(data)) + data
+    """One frame: 4-byte big-endian length, then the message (see :func:`decode`)."""
+    try:
+        data = marshal.dumps(message)
+        kind = _MARSHAL
+    except ValueError:  # a value of a type marshal does not write
+        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        kind = _PICKLE
+    return LENGTH.pack(len(data) + 1) + kind + data
+
+
+def decode(data: bytes | bytearray | memoryview) -> Any:
+    """The message of a frame's payload (what follows its length); ``ValueError`` for bytes
+    that are not one."""
+    view = memoryview(data)
+    kind = view[:1].tobytes()
+    if kind == _MARSHAL:
+        return marshal.loads(view[1:])
+    if kind == _PICKLE:
+        return pickle.loads(view[1:])
+    raise ValueError(f"not a frame of the audit writer: first byte {kind!r}")
 
 
 def write_frame(fd: int, message: Any) -> None:
@@ -95,7 +122,7 @@ def take_frames(buffer: bytearray) -> list[Any]:
             if end - start - LENGTH.size < size:
                 break
             start += LENGTH.size
-            messages.append(pickle.loads(view[start : start + size]))
+            messages.append(decode(view[start : start + size]))
             start += size
     finally:
         view.release()
@@ -120,7 +147,7 @@ def read_frame(fd: int) -> Any | None:
     if header is None:
         return None
     data = _read_exactly(fd, LENGTH.unpack(header)[0])
-    return None if data is None else pickle.loads(data)
+    return None if data is None else decode(data)
 
 
 def writer_config(
@@ -202,11 +229,11 @@ class AuditProcess:
         )
 
     def _send(self, message: Any) -> None:
-        # encode_frame and write_frame, not called: this runs once per batch of answers, and
-        # each Python call between the batch and os.write counts
-        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+        # write_frame, not called: this runs once per batch of answers, and each Python call
+        # between the batch and os.write counts
+        frame = encode_frame(message)
         try:
-            write_all(self.fd, LENGTH.pack(len(data)) + data)
+            write_all(self.fd, frame)
         except OSError as exc:  # BrokenPipeError: the process is gone
             raise WriterFailed(f"exited with {self.proc.poll()}: {exc}") from exc
 
@@ -431,7 +458,7 @@ class _Frames:
             if len(buffer) >= LENGTH.size:
                 end = LENGTH.size + LENGTH.unpack_from(buffer)[0]
                 if len(buffer) >= end:
-                    message = pickle.loads(buffer[LENGTH.size : end])
+                    message = decode(buffer[LENGTH.size : end])
                     del buffer[:end]
                     return message
             chunk = os.read(self.fd, 1 << 16)
