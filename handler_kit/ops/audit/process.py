@@ -76,7 +76,9 @@ class WriterFailed(Exception):
 # A frame's first byte says how its message is written: in marshal's format when it holds only
 # values marshal writes (strings, bytes, numbers, None, booleans, tuples, lists and dicts of
 # them, of exactly those types: a captured answer is), which costs a fraction of pickle's
-# per object; otherwise (a handler's output holding another type) pickled. Both ends are this
+# per object; otherwise (a handler's output holding another type) pickled. marshal writes any
+# other object with the buffer interface (a bytearray, a memoryview) as bytes: a record holds
+# such a value as it would hold its bytes. Both ends are this
 # module, in processes of the same server: never a stored or foreign format.
 _MARSHAL = b"m"
 _PICKLE = b"p"

@@ -283,9 +283,6 @@ class AuditTrail:
         self._stalled_at = -1
         self.process: AuditProcess | None = None
         self._items: collections.deque[Any] = collections.deque()
-        # submit() would only append to the queue: the writer thread runs, the trail is not
-        # closed, neither durable nor synchronous (observe() then appends itself)
-        self._queueing = False
         self._wake = Wake()
         self._drained = threading.Condition()
         self._thread: threading.Thread | None = None
@@ -325,12 +322,6 @@ class AuditTrail:
             context.get("body"),
             context.get("event_from_body", False),
         )
-        # the usual case, without submit()'s frame and checks: the writer thread drains a
-        # queue with room (nothing waits for the answer's record)
-        items = self._items
-        if self._queueing and len(items) < self.queue_size:
-            items.append(item)
-            return item
         item.ack = self.submit(item)
         return item
 
@@ -632,7 +623,6 @@ class AuditTrail:
             thread.start()
             self._thread = thread
             atexit.register(self.close)
-            self._queueing = not (self.durable or self.synchronous or self._closed)
 
     def _run(self) -> None:
         if self.durable:
@@ -893,7 +883,6 @@ class AuditTrail:
             if self._closed:
                 return
             self._closed = True
-            self._queueing = False
             thread = self._thread
             channel, self._channel = self._channel, None
         if channel is not None:
