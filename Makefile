@@ -60,10 +60,13 @@ system-packages:
 # The tests run in TEST_WORKERS processes (pytest-xdist), one per core of a 2-core machine such
 # as CI's: each test holds beside any other. Each worker takes whole files (--dist loadfile), so
 # a module's fixtures (its servers, its batch of command runs) are made once, not once per
-# worker. TEST_WORKERS=0 runs them all in pytest's own process.
+# worker, in the order of the collection (the files of slow tests first: tests/conftest.py)
+# rather than xdist's largest-first, which left the one-test bench file to run alone at the end.
+# TEST_WORKERS=0 runs them all in pytest's own process.
 TEST_WORKERS ?= 2
+XDIST := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 test: system-packages $(STAMP) lint docs
-	TESTS_DOCS_SITE=$(CURDIR)/site $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+	TESTS_DOCS_SITE=$(CURDIR)/site $(BIN)/python -m pytest -q $(XDIST)
 
 # `make bench` first installs the bench extra (matplotlib) on top of dev, once per pyproject change.
 $(VENV)/.installed-bench: $(STAMP)
