@@ -57,8 +57,16 @@ system-packages:
 
 # The site `docs` has just built is the one tests/docs/test_mermaid.py opens in the browser
 # (TESTS_DOCS_SITE), rather than a second build of the same sources.
+# The tests run in TEST_WORKERS processes (pytest-xdist), one per core of a 2-core machine such
+# as CI's: each test holds beside any other. Each worker takes whole files (--dist loadfile), so
+# a module's fixtures (its servers, its batch of command runs) are made once, not once per
+# worker, in the order of the collection (the files of slow tests first: tests/conftest.py)
+# rather than xdist's largest-first, which left the one-test bench file to run alone at the end.
+# TEST_WORKERS=0 runs them all in pytest's own process.
+TEST_WORKERS ?= 2
+XDIST := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 test: system-packages $(STAMP) lint docs
-	TESTS_DOCS_SITE=$(CURDIR)/site $(BIN)/python -m pytest -q
+	TESTS_DOCS_SITE=$(CURDIR)/site $(BIN)/python -m pytest -q $(XDIST)
 
 # `make bench` first installs the bench extra (matplotlib) on top of dev, once per pyproject change.
 $(VENV)/.installed-bench: $(STAMP)

@@ -7,6 +7,7 @@ import os
 import ssl
 import subprocess
 import sys
+import tempfile
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import pytest
 from example_servers.refund_gate import app as refund_gate_app
 from handler_kit import HookApp
 from tests.support.processes import REPO
+from tests.support.shared import run_wide
 from tests.support.wheel import build_wheel
 
 
@@ -69,24 +71,40 @@ _compiled: list[bool] = []
 
 
 @pytest.fixture(autouse=True, scope="session")
-def compiled_sources() -> None:
+def compiled_sources(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Compile the repository's sources to bytecode once, where Python looks for it: with
     ``PYTHONDONTWRITEBYTECODE=1`` in the environment (as in CI) and a fresh clone, each of the
     suite's hundreds of child processes (servers, the CLI, hooks, the bench) would otherwise
     compile every handler-kit module it imports anew, as an installed package never does. The
-    children still write nothing: a file a test writes and rewrites is never read stale."""
+    children still write nothing: a file a test writes and rewrites is never read stale.
+    Once for the whole run: the first worker compiles while the others wait."""
     if _compiled:
         return
     _compiled.append(True)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    folders = [str(REPO / name) for name in ("handler_kit", "example_servers", "tests", "bench")]
-    subprocess.run(
-        [sys.executable, "-m", "compileall", "-q", "-j", "0", *folders],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        check=False,  # a file that does not compile fails its own tests, with a clear message
-        timeout=300,
-    )
+    with run_wide(tmp_path_factory, "compiled-sources") as shared:
+        if (shared / "done").exists():
+            return
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        folders = [
+            str(REPO / name) for name in ("handler_kit", "example_servers", "tests", "bench")
+        ]
+        subprocess.run(
+            [sys.executable, "-m", "compileall", "-q", "-j", "0", *folders],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            check=False,  # a file that does not compile fails its own tests, with a clear message
+            timeout=300,
+        )
+        (shared / "done").touch()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files that hold a test marked ``slow`` first, each file's tests kept together and in
+    order: ``make test`` hands whole files to its workers in this order (``--dist loadfile``),
+    so the long ones start early, beside the short ones, rather than one of them being left
+    to run alone on one worker at the end."""
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -144,10 +162,15 @@ def refund_app() -> HookApp:
 
 @pytest.fixture(scope="session")
 def checkout_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel of this checkout (tests/support/wheel.py), built once for the whole run: each
-    build is a pip isolated build environment and three build-backend processes, the same
-    work whichever test asks first."""
-    return build_wheel(tmp_path_factory.mktemp("wheel"))
+    """The wheel of this checkout (tests/support/wheel.py), built once for the whole run, by
+    whichever worker asks first: each build is a pip isolated build environment and three
+    build-backend processes, the same work whichever test asks first."""
+    with run_wide(tmp_path_factory, "wheel") as shared:
+        built = sorted(shared.glob("*/dist/*.whl"))
+        if built:
+            return built[0]
+        # a folder of its own: one a failed build left behind is not reused
+        return build_wheel(Path(tempfile.mkdtemp(dir=shared)))
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.support.processes import HANDLER_KIT, Process, clean_env, free_port, process
 
@@ -64,6 +65,7 @@ def until(check: Callable[[], str | None], timeout: float, server: Process) -> s
     raise AssertionError(f"not within {timeout} s:\n{server.output()}")
 
 
+@pytest.mark.slow
 def test_dev_serves_reloads_on_change_and_explains_a_broken_edit(tmp_path: Path) -> None:
     module = tmp_path / "gate.py"
     module.write_text(GATE.format(reason=LONG_REASON))

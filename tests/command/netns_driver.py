@@ -4,10 +4,11 @@ the faults a test asks for on that namespace's 127.0.0.1, and print how it went 
 
 Run as a script: ``python netns_driver.py PLAN_JSON``. The plan: ``dns`` (``"silent"``: a
 resolver on port 53, UDP and TCP, that reads every query and never answers; a number: one that
-answers every A query with 127.0.0.1 after that many seconds), ``hold_port`` (a TCP port where
-a server accepts and never sends a byte: a TLS handshake that never finishes), ``argv``,
-``stdin`` and ``env`` of the forwarder. The result: ``code``, ``stdout``, ``stderr`` and
-``elapsed``, the forwarder's run in seconds.
+answers every A query with 127.0.0.1 that many seconds after the forwarder was started: its
+deadline counts from then too, so a start-up slowed by a loaded machine moves neither),
+``hold_port`` (a TCP port where a server accepts and never sends a byte: a TLS handshake that
+never finishes), ``argv``, ``stdin`` and ``env`` of the forwarder. The result: ``code``,
+``stdout``, ``stderr`` and ``elapsed``, the forwarder's run in seconds.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 HELD: list[socket.socket] = []  # every accepted connection stays open, unanswered
+STARTED: list[float] = []  # when the forwarder was started (time.monotonic())
 
 
 def loopback_up() -> None:
@@ -48,16 +50,22 @@ def answer(query: bytes) -> bytes:
     return header + question + records
 
 
-def resolver(delay: float | None) -> None:
+def resolver_sockets() -> tuple[socket.socket, socket.socket]:
+    """The resolver's UDP and TCP sockets on port 53, bound (and listening) before the
+    forwarder starts: a query sent before the resolver's thread runs waits in them."""
     udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     udp.bind(("127.0.0.1", 53))
     tcp = socket.socket()
     tcp.bind(("127.0.0.1", 53))
     tcp.listen(16)
+    return udp, tcp
+
+
+def resolver(udp: socket.socket, tcp: socket.socket, delay: float | None) -> None:
     threading.Thread(target=hold, args=(tcp,), daemon=True).start()
 
     def reply(query: bytes, peer: Any) -> None:
-        time.sleep(delay or 0)
+        time.sleep(max(0.0, STARTED[0] + (delay or 0) - time.monotonic()))
         udp.sendto(answer(query), peer)
 
     while True:
@@ -76,14 +84,14 @@ def main(plan: dict[str, Any]) -> None:
     loopback_up()
     dns = plan["dns"]
     delay = None if dns == "silent" else float(dns)
-    threading.Thread(target=resolver, args=(delay,), daemon=True).start()
+    threading.Thread(target=resolver, args=(*resolver_sockets(), delay), daemon=True).start()
     if plan.get("hold_port"):
         listener = socket.socket()
         listener.bind(("127.0.0.1", plan["hold_port"]))
         listener.listen(16)
         threading.Thread(target=hold, args=(listener,), daemon=True).start()
-    time.sleep(0.2)  # the servers' threads are listening
     start = time.monotonic()
+    STARTED.append(start)
     done = subprocess.run(
         plan["argv"], input=plan["stdin"].encode(), capture_output=True, env=plan["env"], timeout=60
     )

@@ -15,7 +15,7 @@ from typing import Any
 
 from tests.support.apps import COMMAND_APP, CRASHY_APP
 from tests.support.payloads import PAYLOADS
-from tests.support.processes import REPO
+from tests.support.processes import PROCESSES_AT_ONCE, REPO
 
 EVENTS = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SessionStart")
 BIN = Path(sys.executable).parent
@@ -55,7 +55,7 @@ def run(
 
 
 def run_many(jobs: dict[Any, tuple[list[str], bytes]]) -> dict[Any, Run]:
-    with ThreadPoolExecutor(max_workers=4) as pool:
+    with ThreadPoolExecutor(max_workers=PROCESSES_AT_ONCE) as pool:
         futures = {key: pool.submit(run, args, stdin) for key, (args, stdin) in jobs.items()}
         return {key: future.result() for key, future in futures.items()}
 

@@ -24,7 +24,7 @@ from handler_kit import parse_event
 from handler_kit.command import dialects
 from tests.support.apps import DIALECTS_APP
 from tests.support.apps import dialects as app
-from tests.support.processes import REPO
+from tests.support.processes import PROCESSES_AT_ONCE, REPO
 
 HANDLER_KIT = Path(sys.executable).parent / "handler-kit"
 PYCACHE = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"handler-kit-test-pycache-{os.getuid()}")
@@ -189,7 +189,7 @@ def runs() -> dict[tuple[str, str], Run]:
         stdin = json.dumps(INPUTS[HANDLER_EVENT[handler]]).encode()
         return run(["command", DIALECTS_APP, "--handler", handler, "--runtime", runtime], stdin)
 
-    with ThreadPoolExecutor(max_workers=4) as pool:
+    with ThreadPoolExecutor(max_workers=PROCESSES_AT_ONCE) as pool:
         return dict(zip(CASES, pool.map(one, CASES), strict=True))
 
 

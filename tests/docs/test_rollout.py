@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.docs.pages import REPO, page
 from tests.support.processes import clean_env, free_port
@@ -64,6 +65,7 @@ def _wait_listening(port: int, server: subprocess.Popen[bytes], log: Path) -> No
     raise AssertionError(f"not listening on {port}:\n{log.read_text()}")
 
 
+@pytest.mark.slow
 def test_the_rollout_runs_as_written(tmp_path: Path) -> None:
     text = page("rollout.md")
     sections = _sections(text)
@@ -120,4 +122,4 @@ def test_the_rollout_runs_as_written(tmp_path: Path) -> None:
                 except subprocess.TimeoutExpired:
                     server.kill()
                     server.wait()
-    assert ran == 9
+    assert ran == 10

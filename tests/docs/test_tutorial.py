@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.docs.pages import page
 from tests.support.processes import clean_env, free_port
@@ -73,6 +74,7 @@ def _wait_listening(port: int, server: subprocess.Popen[bytes], log: Path) -> No
     raise AssertionError(f"not listening on {port}:\n{log.read_text()}")
 
 
+@pytest.mark.slow
 def test_the_tutorial_runs_as_written(tmp_path: Path, checkout_wheel: Path) -> None:
     text = page("tutorial.md")
     project = tmp_path / "first-policy"

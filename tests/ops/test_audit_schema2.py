@@ -112,7 +112,7 @@ def test_the_input_setting_is_read_from_the_environment() -> None:
 
 def _shadowed(
     settings: OperationsConfig, *, from_thread: bool = False
-) -> tuple[HookApp, Operations, list[str]]:
+) -> tuple[HookApp, Operations, list[str], list[asyncio.Task[Any]]]:
     """The enforced app with the audit trail, and after it an observer that answers each
     event with the candidate app and records that answer as a shadow of the decision (what
     a shadow runner does, through the trail's public API)."""
@@ -120,6 +120,7 @@ def _shadowed(
     served = operations.apply(_gate())
     candidate = _candidate()
     seen: list[str] = []
+    answering: list[asyncio.Task[Any]] = []
     trail = operations.audit
     assert trail is not None
 
@@ -129,6 +130,7 @@ def _shadowed(
         handlers = candidate.matching(answer.event)
         # the candidate's answer, as the shadow runner would compute it (after the decision)
         other = asyncio.get_running_loop().create_task(candidate.answer(answer.event, handlers))
+        answering.append(other)
 
         def record(done: Any) -> None:
             shadow_answer = done.result()
@@ -159,7 +161,7 @@ def _shadowed(
 
         other.add_done_callback(record)
 
-    return served.extended(observers=(shadow,)), operations, seen
+    return served.extended(observers=(shadow,)), operations, seen, answering
 
 
 def _event(tool_use_id: str, command: str) -> PreToolUse:
@@ -172,10 +174,15 @@ def _event(tool_use_id: str, command: str) -> PreToolUse:
     )
 
 
-async def _answer_all(hooks: HookApp, events: list[PreToolUse]) -> None:
+async def _answer_all(
+    hooks: HookApp, events: list[PreToolUse], answering: list[asyncio.Task[Any]]
+) -> None:
     for event in events:
         await hooks.answer(event, transport="webhook")
-    await asyncio.sleep(0.05)  # the candidates' answers, scheduled after each decision
+    # the candidates' answers, started after each decision: each records itself as it ends
+    # (its callback was added first, so it has run when the gather returns)
+    await asyncio.gather(*answering)
+    assert len(answering) == len(events)
 
 
 def test_a_shadow_record_is_linked_to_its_decision_and_written_after_it(tmp_path: Path) -> None:
@@ -183,9 +190,10 @@ def test_a_shadow_record_is_linked_to_its_decision_and_written_after_it(tmp_path
     observer handed on; the shadow's handlers are the candidate's and it says whether it
     agreed (a deny the candidate allowed does not)."""
     log = tmp_path / "audit.jsonl"
-    hooks, operations, seen = _shadowed(OperationsConfig(audit=[f"jsonl:{log}"]))
+    hooks, operations, seen, answering = _shadowed(OperationsConfig(audit=[f"jsonl:{log}"]))
     try:
-        asyncio.run(_answer_all(hooks, [_event("tu-1", "ls"), _event("tu-2", "rm -rf /")]))
+        events = [_event("tu-1", "ls"), _event("tu-2", "rm -rf /")]
+        asyncio.run(_answer_all(hooks, events, answering))
     finally:
         operations.close_sync()
     records = read_jsonl(log)
@@ -223,12 +231,12 @@ def test_a_durable_shadow_record_is_committed_after_its_decision(
     loop, or from another thread) come after their decisions in the committed file."""
     log = tmp_path / "audit.jsonl"
     settings = OperationsConfig(audit=[f"jsonl:{log}"], audit_durable=True)
-    hooks, operations, seen = _shadowed(settings, from_thread=from_thread)
+    hooks, operations, seen, answering = _shadowed(settings, from_thread=from_thread)
 
     async def scenario() -> None:
         assert operations.audit is not None
         await operations.audit.start()
-        await _answer_all(hooks, [_event(f"tu-{n}", "rm -rf /") for n in range(5)])
+        await _answer_all(hooks, [_event(f"tu-{n}", "rm -rf /") for n in range(5)], answering)
         assert operations.audit.flush()
 
     try:

@@ -72,6 +72,7 @@ def running(pid: int) -> bool:
     return state is not None and state[1] != "Z"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
 def test_the_writer_process_ends_with_its_server_whatever_its_sink_does(
     tmp_path: Path, stop: signal.Signals

@@ -70,6 +70,31 @@ def send_all(url: str, requests: list[tuple[str, dict[str, object]]]) -> list[Se
     return sent
 
 
+def send_side_by_side(
+    url: str, beside: str, requests: list[tuple[str, dict[str, object]]]
+) -> tuple[list[Sent], list[Sent]]:
+    """Each request sent to ``url`` and to ``beside`` in turn (which goes first alternates),
+    each on its own keep-alive connection, timed as :func:`send_all` times them: the two
+    servers' timings are taken over the same moments, so whatever else the machine runs
+    meanwhile weighs on both alike."""
+    sent: tuple[list[Sent], list[Sent]] = ([], [])
+    with (
+        httpx.Client(base_url=url, headers=HEADERS, timeout=30) as first,
+        httpx.Client(base_url=beside, headers=HEADERS, timeout=30) as second,
+    ):
+        clients = (first, second)
+        for http in clients:
+            http.get("/healthz")  # the connection is open before the first timing
+        for number, (path, body) in enumerate(requests):
+            content = json.dumps(body).encode()
+            for side in (0, 1) if number % 2 == 0 else (1, 0):
+                started = time.perf_counter()
+                response = clients[side].post(path, content=content)
+                seconds = time.perf_counter() - started
+                sent[side].append(Sent(response.status_code, response.content, seconds))
+    return sent
+
+
 _SAMPLE = re.compile(r"^(?P<name>[a-z_]+)\{(?P<labels>[^}]*)\} (?P<value>[0-9.e+-]+)$", re.M)
 
 

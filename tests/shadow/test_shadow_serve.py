@@ -25,6 +25,7 @@ from tests.shadow.support import (
     metric,
     percentile,
     send_all,
+    send_side_by_side,
     served,
     traffic,
     wait_for_metric,
@@ -37,10 +38,11 @@ BOUND = 0.2
 
 
 @pytest.fixture(scope="module")
-def baseline() -> Iterator[list[Sent]]:
-    """The answers (and their timing) without a shadow."""
+def baseline() -> Iterator[str]:
+    """The URL of the same server without a shadow: each test times its answers beside the
+    shadowed server's (``send_side_by_side``), under the same load."""
     with served() as (_, url):
-        yield send_all(url, REQUESTS)
+        yield url
 
 
 def expected_bodies(requests: list[tuple[str, dict[str, object]]]) -> list[bytes]:
@@ -68,24 +70,24 @@ def expected_bodies(requests: list[tuple[str, dict[str, object]]]) -> list[bytes
 
 def assert_as_without_shadow(
     shadowed: list[Sent],
-    baseline: list[Sent],
+    unshadowed: list[Sent],
     requests: list[tuple[str, dict[str, object]]] = REQUESTS,
 ) -> None:
     assert [s.status for s in shadowed] == [200] * len(requests)
-    assert [s.body for s in baseline] == expected_bodies(requests)
+    assert [s.body for s in unshadowed] == expected_bodies(requests)
     # byte for byte what the same server answers without a shadow
-    assert [s.body for s in shadowed] == [s.body for s in baseline]
+    assert [s.body for s in shadowed] == [s.body for s in unshadowed]
     slowest = max(s.seconds for s in shadowed)
     assert slowest < GATE_SECONDS + BOUND, f"an answer took {slowest:.3f} s"
     # the distribution too: the median within a few ms of the unshadowed one's
-    median, base_median = (percentile([s.seconds for s in r], 0.5) for r in (shadowed, baseline))
+    median, base_median = (percentile([s.seconds for s in r], 0.5) for r in (shadowed, unshadowed))
     assert median < base_median + 0.015, (median, base_median)
 
 
-def test_a_crashing_candidate_changes_no_answer(baseline: list[Sent]) -> None:
+def test_a_crashing_candidate_changes_no_answer(baseline: str) -> None:
     with served("tests.shadow.apps:crashing") as (server, url):
-        shadowed = send_all(url, REQUESTS)
-        assert_as_without_shadow(shadowed, baseline)
+        shadowed, unshadowed = send_side_by_side(url, baseline, REQUESTS)
+        assert_as_without_shadow(shadowed, unshadowed)
         # it answered, by its failure policy, every time: a disagreement each (the gate
         # crashed where the enforced one answered), and the server is still up
         assert wait_for_metric(url, "handler_kit_shadow_answers_total", len(REQUESTS)) == len(
@@ -96,17 +98,15 @@ def test_a_crashing_candidate_changes_no_answer(baseline: list[Sent]) -> None:
         assert server.proc.poll() is None
 
 
-def test_a_hanging_candidate_changes_no_answer_and_its_work_is_shed(
-    baseline: list[Sent],
-) -> None:
+def test_a_hanging_candidate_changes_no_answer_and_its_work_is_shed(baseline: str) -> None:
     """The candidate holds its process for good on the first answer; four answers handed
     over and not answered is the bound (4), and everything after is shed and counted."""
     with served("tests.shadow.apps:hanging", HANDLER_KIT_SHADOW_QUEUE_SIZE="4") as (
         server,
         url,
     ):
-        shadowed = send_all(url, REQUESTS)
-        assert_as_without_shadow(shadowed, baseline)
+        shadowed, unshadowed = send_side_by_side(url, baseline, REQUESTS)
+        assert_as_without_shadow(shadowed, unshadowed)
         shed = metric(url, "handler_kit_shadow_shed_total", reason="queue_full")
         assert shed == len(REQUESTS) - 4
         # and more traffic is shed as it comes, never queued: the queue stays at its bound
@@ -117,10 +117,10 @@ def test_a_hanging_candidate_changes_no_answer_and_its_work_is_shed(
         assert server.terminate(timeout=15)
 
 
-def test_a_slow_candidate_changes_no_answer(baseline: list[Sent]) -> None:
+def test_a_slow_candidate_changes_no_answer(baseline: str) -> None:
     with served("tests.shadow.apps:slow") as (_, url):
-        shadowed = send_all(url, REQUESTS)
-        assert_as_without_shadow(shadowed, baseline)
+        shadowed, unshadowed = send_side_by_side(url, baseline, REQUESTS)
+        assert_as_without_shadow(shadowed, unshadowed)
         # it decides as the enforced gate does, only later
         assert wait_for_metric(url, "handler_kit_shadow_answers_total", 3, result="agree") >= 3
         assert metric(url, "handler_kit_shadow_answers_total", result="disagree") == 0
@@ -166,12 +166,13 @@ def test_agreements_and_disagreements_are_counted_per_handler() -> None:
         assert metric(url, "handler_kit_shadow_shed_total") == 0
 
 
-def test_a_candidate_whose_process_dies_loses_only_what_it_had(baseline: list[Sent]) -> None:
+def test_a_candidate_whose_process_dies_loses_only_what_it_had(baseline: str) -> None:
     """Its process ends on ``git status``: what it had is counted as lost, a new process
     answers what comes next, and every answer is as it was."""
     with served("tests.shadow.apps:dying") as (server, url):
-        shadowed = send_all(url, REQUESTS[:7])  # ends with the first git status
-        assert_as_without_shadow(shadowed, baseline[:7], REQUESTS[:7])
+        # ends with the first git status
+        shadowed, unshadowed = send_side_by_side(url, baseline, REQUESTS[:7])
+        assert_as_without_shadow(shadowed, unshadowed, REQUESTS[:7])
         assert wait_for_metric(url, "handler_kit_shadow_shed_total", 1, reason="lost") >= 1
         answered = metric(url, "handler_kit_shadow_answers_total")
         lost = metric(url, "handler_kit_shadow_shed_total", reason="lost")

@@ -36,6 +36,13 @@ STARTED = "Application startup complete."
 # uvicorn logs STARTED when the lifespan has started, before a single process listens; this
 # line comes once the socket listens (from the supervisor, before its workers start)
 LISTENING = "Uvicorn running on"
+# Child processes a test runs at once (a batch of command hooks): two per core, so one's
+# start-up overlaps another's wait, divided among the run's workers (pytest-xdist). More would
+# only wait for each other, and a hook whose start-up is stretched past its deadline (counted
+# from its spawn, as the runtime counts it) is answered by its watchdog, not by its handler.
+PROCESSES_AT_ONCE = max(
+    1, 2 * len(os.sched_getaffinity(0)) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+)
 
 
 def free_port() -> int:

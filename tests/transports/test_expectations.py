@@ -24,7 +24,7 @@ from handler_kit.config import OperationsConfig, ServerConfig
 from handler_kit.testing import running_server
 from tests.support.apps import expectations
 from tests.support.apps.expectations import BEHAVIOURS, SHAPES
-from tests.support.processes import HANDLER_KIT, REPO, clean_env
+from tests.support.processes import HANDLER_KIT, PROCESSES_AT_ONCE, REPO, clean_env
 
 TOKEN = "expectations-token-0123456789abcdef"
 
@@ -122,7 +122,7 @@ def _stdout_json(stdout: bytes) -> dict[str, Any]:
 
 
 # child processes at once: the command rows run behind the server rows, in this process
-COMMAND_WORKERS = 4
+COMMAND_WORKERS = PROCESSES_AT_ONCE
 
 
 def _command(case: str, shape: str) -> subprocess.CompletedProcess[bytes]:

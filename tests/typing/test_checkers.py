@@ -16,6 +16,8 @@ from tests.typing.support import (
 )
 
 CHECKERS = ("mypy", "pyright")
+# the checkers' runs: seconds each, started once for the module
+pytestmark = pytest.mark.slow
 
 
 @pytest.mark.parametrize("checker", CHECKERS)

@@ -29,39 +29,43 @@ POLICY = "Returns are accepted within 30 days."
 PROMPT_BLOCK = "No secrets in prompts."
 
 app = HookApp("dialects")
+# Every handler here answers at once: its tests read each runtime's dialect, not deadlines. A
+# command hook's deadline counts from its spawn, so with the default 3 s a start-up slowed to
+# seconds on a loaded machine would leave the answer to the watchdog's failure policy.
+TIMEOUT = 30
 
 
-@app.pre_tool_use(fail_closed=True)
+@app.pre_tool_use(fail_closed=True, timeout=TIMEOUT)
 def gate_ask(event: PreToolUse):
     return ask(ASK_REASON)
 
 
-@app.pre_tool_use()
+@app.pre_tool_use(timeout=TIMEOUT)
 def open_ask(event: PreToolUse):
     return ask(ASK_REASON)
 
 
-@app.pre_tool_use(fail_closed=True)
+@app.pre_tool_use(fail_closed=True, timeout=TIMEOUT)
 def gate_rewrite(event: PreToolUse):
     return rewrite({**(event.tool_input or {}), "amount": 500})
 
 
-@app.pre_tool_use()
+@app.pre_tool_use(timeout=TIMEOUT)
 def open_rewrite(event: PreToolUse):
     return rewrite({**(event.tool_input or {}), "amount": 500})
 
 
-@app.pre_tool_use()
+@app.pre_tool_use(timeout=TIMEOUT)
 def halt_call(event: PreToolUse):
     return halt(HALT_REASON)
 
 
-@app.pre_tool_use()
+@app.pre_tool_use(timeout=TIMEOUT)
 def defer_call(event: PreToolUse):
     return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "defer"}}
 
 
-@app.pre_tool_use()
+@app.pre_tool_use(timeout=TIMEOUT)
 def quiet_deny(event: PreToolUse):
     return {
         "suppressOutput": True,
@@ -73,17 +77,17 @@ def quiet_deny(event: PreToolUse):
     }
 
 
-@app.pre_tool_use()
+@app.pre_tool_use(timeout=TIMEOUT)
 def note_call(event: PreToolUse):
     return context(NOTE)
 
 
-@app.post_tool_use()
+@app.post_tool_use(timeout=TIMEOUT)
 def post_note(event: PostToolUse):
     return context(POST_NOTE)
 
 
-@app.post_tool_use()
+@app.post_tool_use(timeout=TIMEOUT)
 def post_both(event: PostToolUse):
     return {
         "decision": "block",
@@ -92,7 +96,7 @@ def post_both(event: PostToolUse):
     }
 
 
-@app.post_tool_use()
+@app.post_tool_use(timeout=TIMEOUT)
 def post_replace(event: PostToolUse):
     return {
         "hookSpecificOutput": {
@@ -102,31 +106,31 @@ def post_replace(event: PostToolUse):
     }
 
 
-@app.stop()
+@app.stop(timeout=TIMEOUT)
 def keep_going(event: Stop):
     return context(KEEP_GOING)
 
 
-@app.stop()
+@app.stop(timeout=TIMEOUT)
 def stop_halt(event: Stop):
     return halt(HALT_REASON)
 
 
-@app.stop()
+@app.stop(timeout=TIMEOUT)
 def stop_none(event: Stop):
     return None
 
 
-@app.session_start()
+@app.session_start(timeout=TIMEOUT)
 def start_note(event: SessionStart):
     return POLICY
 
 
-@app.session_start()
+@app.session_start(timeout=TIMEOUT)
 def start_halt(event: SessionStart):
     return halt(HALT_REASON)
 
 
-@app.user_prompt_submit()
+@app.user_prompt_submit(timeout=TIMEOUT)
 def prompt_block(event: UserPromptSubmit):
     return block(PROMPT_BLOCK)
