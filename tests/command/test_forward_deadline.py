@@ -107,13 +107,16 @@ def test_a_slow_lookup_then_a_handshake_that_never_finishes(tmp_path: Path) -> N
 
 
 class SlowTlsServer:
-    """On 127.0.0.1: accepts, waits ``delay`` seconds, completes the TLS handshake, then never
-    reads a byte of the request."""
+    """On 127.0.0.1: accepts, completes the TLS handshake ``delay`` seconds after ``spawned``
+    (the forwarder's start, which its deadline counts from, so that a start-up slowed by a
+    loaded machine does not push the handshake past that deadline), then never reads a byte
+    of the request."""
 
     def __init__(self, cert_file: str, key_file: str, delay: float) -> None:
         self.context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         self.context.load_cert_chain(cert_file, key_file)
         self.delay = delay
+        self.spawned = time.monotonic()
         self.port = free_port()
         self.listener = socket.create_server(("127.0.0.1", self.port))
         self.held: list[Any] = []
@@ -121,7 +124,7 @@ class SlowTlsServer:
 
     def _serve(self) -> None:
         conn, _ = self.listener.accept()
-        time.sleep(self.delay)
+        time.sleep(max(0.0, self.spawned + self.delay - time.monotonic()))
         self.held.append(self.context.wrap_socket(conn, server_side=True))
 
     def close(self) -> None:
@@ -137,7 +140,7 @@ def test_a_slow_handshake_then_a_server_that_never_reads() -> None:
         try:
             big = json.loads(REFUND)
             big["tool_input"]["note"] = "x" * (16 * 1024 * 1024)  # more than the socket buffers
-            start = time.monotonic()
+            start = server.spawned = time.monotonic()
             done = subprocess.run(
                 forwarder_argv(f"https://localhost:{server.port}/hooks/refund_gate"),
                 input=json.dumps(big).encode(),
