@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -216,11 +217,11 @@ sys.stderr.write("REPORT " + json.dumps(report) + "\\n")
 """
 
 
-def test_the_refund_gate_defines_only_the_models_it_names() -> None:
-    """The models of the events the app imports by name (and their bases), no other; and no
-    dataclass in the core or the command (their generated methods are compiled at import)."""
+def probe_report(code: str) -> dict[str, Any]:
+    """Run ``code`` (a probe answering the refund event) in a fresh interpreter; the report it
+    writes to stderr as ``REPORT <json>``."""
     done = subprocess.run(
-        [sys.executable, "-c", MODELS_PROBE % APP],
+        [sys.executable, "-c", code],
         input=EVENT,
         cwd=REPO,
         env=clean_env(),
@@ -228,7 +229,14 @@ def test_the_refund_gate_defines_only_the_models_it_names() -> None:
         timeout=120,
     )
     line = next(x for x in done.stderr.decode().splitlines() if x.startswith("REPORT "))
-    report = json.loads(line.removeprefix("REPORT "))
+    report: dict[str, Any] = json.loads(line.removeprefix("REPORT "))
+    return report
+
+
+def test_the_refund_gate_defines_only_the_models_it_names() -> None:
+    """The models of the events the app imports by name (and their bases), no other; and no
+    dataclass in the core or the command (their generated methods are compiled at import)."""
+    report = probe_report(MODELS_PROBE % APP)
     assert report == {
         "code": 0,
         "models": ["PostToolUse", "PreToolUse", "SessionStart", "Stop", "_ToolEvent"],
@@ -315,16 +323,7 @@ def test_a_command_hook_loads_only_pydantic_the_core_and_the_app() -> None:
     transports; and none of the standard library's larger modules that only they, an event
     loop or a failure need. (``importlib.metadata`` and ``email`` are loaded by pydantic, to
     find its plugins, when the event's model is first built.)"""
-    done = subprocess.run(
-        [sys.executable, "-c", LOADED_PROBE % APP],
-        input=EVENT,
-        cwd=REPO,
-        env=clean_env(),
-        capture_output=True,
-        timeout=120,
-    )
-    line = next(x for x in done.stderr.decode().splitlines() if x.startswith("REPORT "))
-    report = json.loads(line.removeprefix("REPORT "))
+    report = probe_report(LOADED_PROBE % APP)
     assert report == {
         "code": 0,
         "packages": [
