@@ -35,6 +35,8 @@ REQUESTS = traffic(40)
 # what an answer may take beyond the enforced gate's own time, on a loaded 2-core machine: far
 # below what any of the bad candidates takes (a slow one 0.4 s, a hanging one for ever)
 BOUND = 0.2
+# what one answer alone may take on such a machine, when the server got no core for a moment
+STALL = 2.0
 
 
 @pytest.fixture(scope="module")
@@ -77,8 +79,13 @@ def assert_as_without_shadow(
     assert [s.body for s in unshadowed] == expected_bodies(requests)
     # byte for byte what the same server answers without a shadow
     assert [s.body for s in shadowed] == [s.body for s in unshadowed]
-    slowest = max(s.seconds for s in shadowed)
-    assert slowest < GATE_SECONDS + BOUND, f"an answer took {slowest:.3f} s"
+    # A candidate that held the server up would delay every answer (the slow one by 0.4 s,
+    # the hanging one for ever): all answers but the slowest must be within the bound. The
+    # slowest alone may meet a moment when the machine gave the server no core (seen with a
+    # second test process beside it), so it gets a looser one.
+    times = sorted(s.seconds for s in shadowed)
+    assert times[-2] < GATE_SECONDS + BOUND, f"answers took {times[-2]:.3f} s and more"
+    assert times[-1] < GATE_SECONDS + STALL, f"an answer took {times[-1]:.3f} s"
     # the distribution too: the median within a few ms of the unshadowed one's
     median, base_median = (percentile([s.seconds for s in r], 0.5) for r in (shadowed, unshadowed))
     assert median < base_median + 0.015, (median, base_median)
