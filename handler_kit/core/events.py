@@ -16,6 +16,7 @@ PreToolUse pays for a few classes and one schema, not forty.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -224,8 +225,10 @@ def json_serializer(model: type[HookEvent]) -> Callable[..., bytes]:
     return to_json
 
 
+@functools.cache
 def _adapter(model: type[HookEvent]) -> Any:
-    """A :class:`~pydantic.TypeAdapter` of ``model``. The model is built now when its build was
+    """The :class:`~pydantic.TypeAdapter` of ``model``, one per model (a caller that takes both
+    the validator and the serializer builds one). The model is built now when its build was
     deferred, so the adapter shares the model's validator and serializer rather than building
     its own."""
     from pydantic import TypeAdapter

@@ -85,6 +85,16 @@ def input_json(event: HookEvent, dump: Callable[..., bytes] = to_json) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
+def codec(model: type[HookEvent]) -> tuple[Callable[[bytes], HookEvent], Callable[..., bytes]]:
+    """``model``'s JSON validator and serializer, as :func:`body_input` uses them, built on the
+    first call for each model (the audit writer process builds its app's at start, so that no
+    answer's record pays for it)."""
+    found = _CODECS.get(model)
+    if found is None:
+        found = _CODECS[model] = (json_validator(model), json_serializer(model))
+    return found
+
+
 def body_input(event_name: str, body: bytes) -> tuple[str, dict[str, Any]]:
     """:func:`input_json` of the ``event_name`` input the webhook read from ``body``, and the
     input's values by field name (its model's fields, None where absent, then the fields the
@@ -93,10 +103,7 @@ def body_input(event_name: str, body: bytes) -> tuple[str, dict[str, Any]]:
     text, and the digest of the idempotency keys, are the ones the answer path would have
     written. The audit writer process derives them: the server's process hands the body over."""
     model = model_for(event_name)
-    codec = _CODECS.get(model)
-    if codec is None:
-        codec = _CODECS[model] = (json_validator(model), json_serializer(model))
-    validate_json, dump = codec
+    validate_json, dump = _CODECS.get(model) or codec(model)
     try:
         event = validate_json(body)
     except ValidationError:

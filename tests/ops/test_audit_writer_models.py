@@ -1,7 +1,7 @@
-"""The audit writer process builds the models of the app's events when it starts: the record of
-a webhook's answer validates its body with its event's model, and the first answer of each
-event would otherwise pay for the model's build (and pydantic's first validator) in the writer,
-in durable mode inside that answer's commit."""
+"""The audit writer process builds the models of the app's events, and their JSON validators and
+serializers, when it starts: the record of a webhook's answer validates its body with its
+event's model, and the first answer of each event would otherwise pay for the model's build
+(and pydantic's first validator) in the writer, in durable mode inside that answer's commit."""
 
 from __future__ import annotations
 
@@ -33,7 +33,13 @@ acks_read, acks_write = os.pipe()
 code = main([str(acks_write)])
 from handler_kit.core.events import EVENT_MODELS
 names = ("SessionStart", "PreToolUse", "PostToolUse", "Stop")
-report = {"code": code, "built": [n for n in names if EVENT_MODELS[n].__pydantic_complete__]}
+from handler_kit.ops import keys
+codecs = [n for n in names if EVENT_MODELS[n] in keys._CODECS]
+report = {
+    "code": code,
+    "built": [n for n in names if EVENT_MODELS[n].__pydantic_complete__],
+    "codecs": codecs,
+}
 sys.stderr.write("REPORT " + json.dumps(report) + "\\n")
 """
 
@@ -59,13 +65,15 @@ def test_the_writer_builds_the_models_of_the_events_it_is_given(tmp_path: Path) 
     assert writer_builds(tmp_path, ["PreToolUse", "Stop"], durable=True) == {
         "code": 0,
         "built": ["PreToolUse", "Stop"],
+        "codecs": ["PreToolUse", "Stop"],
     }
     assert writer_builds(tmp_path, ["PostToolUse"], durable=False) == {
         "code": 0,
         "built": ["PostToolUse"],
+        "codecs": ["PostToolUse"],
     }
     # given none, it builds none before its first batch (a writer of an older server)
-    assert writer_builds(tmp_path, [], durable=False) == {"code": 0, "built": []}
+    assert writer_builds(tmp_path, [], durable=False) == {"code": 0, "built": [], "codecs": []}
 
 
 def test_the_trail_gives_its_writer_the_apps_events(tmp_path: Path) -> None:

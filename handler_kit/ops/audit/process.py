@@ -78,8 +78,8 @@ class WriterFailed(Exception):
 # them, of exactly those types: a captured answer is), which costs a fraction of pickle's
 # per object; otherwise (a handler's output holding another type) pickled. marshal writes any
 # other object with the buffer interface (a bytearray, a memoryview) as bytes: a record holds
-# such a value as it would hold its bytes. Both ends are this
-# module, in processes of the same server: never a stored or foreign format.
+# such a value as it would hold its bytes. Both ends are this module, in processes of the same
+# server: never a stored or foreign format.
 _MARSHAL = b"m"
 _PICKLE = b"p"
 
@@ -417,14 +417,16 @@ def _policy(config: dict[str, Any]) -> RecordPolicy:
 
 
 def _build_models(events: Sequence[str]) -> None:
-    """Build the models of the app's events now. Their schemas are deferred, and the record of
-    a webhook's answer validates its body with its event's model (the input's text and
-    digest): the first answer of each event would pay for the build (and for pydantic's first
-    validator, its plugins looked up), in durable mode inside that answer's commit."""
+    """Build the models of the app's events, and their codecs, now. Their schemas are
+    deferred, and the record of a webhook's answer validates its body with its event's model
+    (the input's text and digest): the first answer of each event would pay for the build (and
+    for pydantic's first validator, its plugins looked up), in durable mode inside that answer's
+    commit."""
     from handler_kit.core.events import model_for
+    from handler_kit.ops.keys import codec
 
     for name in events:
-        model_for(name).model_rebuild()
+        codec(model_for(name))
 
 
 def _built(
