@@ -66,9 +66,10 @@ TARGET_FORWARD_ROUND_TRIP = 1.0
 # instructions, is `python -m bench.audit_cost`'s).
 TARGET_AUDIT_RPS = 0.67
 TARGET_AUDIT_P99 = 1.5
-# the durable mode's group commit grows with the connections: judged at 64
-# (--audit-connections 64), printed at any count
+# the durable mode's group commit grows with the connections: judged at 64, the other sinks at
+# 16 (both counts run by default; other counts are measured, not judged)
 TARGET_DURABLE_RPS = 0.5
+DURABLE_CONNECTIONS = 64
 TARGET_MEMORY_GROWTH = 0.10
 # p99 with a shadow candidate vs without, at a fixed offered load of half the capacity
 TARGET_SHADOW_P99 = 1.1
@@ -91,8 +92,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--mcp-connections", default="1,16", help="MCP connection counts")
     p.add_argument(
         "--audit-connections",
-        default=str(AUDIT_CONNECTIONS),
-        help="audit section connection counts (the durable mode's group commit grows with them)",
+        help=(
+            "audit section connection counts (the durable mode's group commit grows with them;"
+            f" default {AUDIT_CONNECTIONS},{DURABLE_CONNECTIONS}, quick {AUDIT_CONNECTIONS})"
+        ),
     )
     p.add_argument("--command-runs", type=int, help="runs per command case (default 30, quick 2)")
     p.add_argument("--webhook-path", default="/hooks/refund_gate", help="handler-kit route")
@@ -135,6 +138,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.sinks = [x.strip() for x in args.audit_sinks.split(",") if x.strip()]
     args.duration = max(1.0, args.duration or (1.0 if args.quick else 4.0))
     args.command_runs = max(1, args.command_runs or (2 if args.quick else 30))
+    args.audit_connections = args.audit_connections or (
+        str(AUDIT_CONNECTIONS) if args.quick else f"{AUDIT_CONNECTIONS},{DURABLE_CONNECTIONS}"
+    )
     args.conns = [int(c) for c in args.connections.split(",") if c.strip()]
     args.mcp_conns = [int(c) for c in args.mcp_connections.split(",") if c.strip()]
     args.sections = args.only or list(SECTIONS)
@@ -352,7 +358,10 @@ def compare_servers(
         b = other.summary(conns)
         for c in conns:
             ma, mb = a["by_connections"][str(c)], b["by_connections"][str(c)]
-            key = f"{section}_c{c}" if len(sides) == 2 else f"{section}_{other.key}"
+            if len(sides) == 2:
+                key = f"{section}_c{c}"
+            else:  # one row per side, and per count when there are several
+                key = f"{section}_{other.key}" + (f"_c{c}" if len(conns) > 1 else "")
             rows[key] = {
                 "section": section,
                 "connections": c,
@@ -869,6 +878,16 @@ def _run_command_cases(args, server: Server, forward_argv: list[str]) -> dict:
 # --------------------------------------------------------------------------- report
 
 
+def _audit_counts(rows: dict, sink: str) -> set[int]:
+    """The connection counts ``sink``'s audit rows were measured at."""
+    prefix = f"{AUDIT}_{sink}"
+    return {
+        row["connections"]
+        for key, row in rows.items()
+        if row["section"] == AUDIT and (key == prefix or key.startswith(f"{prefix}_c"))
+    }
+
+
 def targets(rows: dict) -> list[dict]:
     """Every target with its value, PASS/MISS (N/A when a row has no value: a side failed,
     or the feature is not there)."""
@@ -947,7 +966,10 @@ def targets(rows: dict) -> list[dict]:
         )
     for key in (k for k in rows if rows[k]["section"] == AUDIT):
         row = rows[key]
-        sink = key.removeprefix(f"{AUDIT}_")
+        sink = key.removeprefix(f"{AUDIT}_").split("_c")[0]
+        judged_at = DURABLE_CONNECTIONS if sink == "durable" else AUDIT_CONNECTIONS
+        if row["connections"] != judged_at and len(_audit_counts(rows, sink)) > 1:
+            continue  # measured at another count too: judged at its own (in the JSON rows)
         spread = row.get("round_ratios", {})
         limit = TARGET_DURABLE_RPS if sink == "durable" else TARGET_AUDIT_RPS
         add(
