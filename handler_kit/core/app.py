@@ -13,8 +13,10 @@ without it (see :func:`handler_kit.command.hook._run_answer`).
 from __future__ import annotations
 
 import inspect
+import os
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -693,7 +695,31 @@ class HandlerThreads:
                     self._executor = ThreadPoolExecutor(
                         self.size, thread_name_prefix="handler-kit-handler"
                     )
+                    _FORKABLE.add(self)
         return self._executor
+
+    def _forget(self) -> None:
+        """In a process forked from this one: start again without threads. The child inherits
+        the pool but none of its threads, so a call handed to it would wait for ever (its
+        failure policy answering every call at its deadline), and the calls that were running
+        keep their handlers' slots taken."""
+        self._executor = None
+        self._slots = {}
+        self._lock = threading.Lock()
+
+
+# Thread pools that a forked child must not use (a pre-forking server, a tool that forks a
+# process per task): each is dropped in the child, which makes its own when a call needs one.
+_FORKABLE: weakref.WeakSet[HandlerThreads] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for threads in list(_FORKABLE):
+        threads._forget()
+    _FORKABLE.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class _Slots:

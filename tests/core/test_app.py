@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import logging
+import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -121,6 +123,39 @@ def test_sync_handlers_run_on_the_apps_threads_a_few_calls_of_each_at_a_time():
     assert running["most"] == 1
     assert other_answer.json()["hookSpecificOutput"]["permissionDecisionReason"] == "other"
     assert names and all(name.startswith("handler-kit-handler") for name in names)
+
+
+def test_a_forked_process_runs_sync_handlers_on_threads_of_its_own():
+    """A process forked after the app's threads were made (a pre-forking server, a tool that
+    forks per task) inherits the pool without its threads: its calls must still run, not wait
+    until their deadline for a thread that is not there."""
+    hooks = HookApp("forked", threads=1, calls_per_handler=1)
+
+    @hooks.pre_tool_use(timeout=2)
+    def gate(event):
+        return deny(f"no refunds on {threading.current_thread().name}")
+
+    expected = {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": "no refunds on handler-kit-handler_0",
+        }
+    }
+    assert answer(hooks, PRE).output == expected  # the pool's one thread made, now idle
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its answer down the pipe, then out without pytest's clean-up
+        try:
+            result = answer(hooks, PRE)
+            os.write(write, json.dumps([result.invocations[0].status, result.output]).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        reported = pipe.read()
+    os.waitpid(pid, 0)
+    assert json.loads(reported) == ["ok", expected]
 
 
 def test_thread_limits_must_be_positive():
