@@ -76,6 +76,10 @@ HandlerFunc = Callable[[Any], Any] | Callable[[Any], Awaitable[Any]]
 # for type checkers; at run time outputs.normalize checks the value against the event.
 HandlerResult: TypeAlias = Output | str | dict[str, Any] | None
 _Event = TypeVar("_Event", bound=HookEvent)
+# Statuses read per answer, as names of this module: an enum member read from its class goes
+# through the enum's metaclass (``Status.ERROR`` costs several times a global's read).
+_ERROR = Status.ERROR
+_TIMEOUT = Status.TIMEOUT
 # A handler of the event ``_Event``, sync or async: ``EventHandler[PreToolUse]``.
 EventHandler: TypeAlias = Callable[[_Event], HandlerResult | Awaitable[HandlerResult]]
 
@@ -263,13 +267,13 @@ class Answer:
         """True when handlers ran and every one failed with no fail-closed policy: there is
         no answer to give (the webhook says 500, MCP an isError result)."""
         for invocation in self.invocations:
-            if invocation.status is not Status.ERROR and invocation.status is not Status.TIMEOUT:
+            if invocation.status is not _ERROR and invocation.status is not _TIMEOUT:
                 return False
         return bool(self.invocations)
 
     @property
     def timed_out(self) -> bool:
-        return self.failed and any(i.status is Status.TIMEOUT for i in self.invocations)
+        return self.failed and any(i.status is _TIMEOUT for i in self.invocations)
 
     @property
     def unrecorded(self) -> bool:

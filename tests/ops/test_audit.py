@@ -8,6 +8,7 @@ import asyncio
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -388,6 +389,10 @@ def test_ids_and_keys() -> None:
     ids = {new_event_id() for _ in range(10_000)}
     assert len(ids) == 10_000 and all(i.startswith("evt_") and len(i) == 36 for i in ids)
     assert sorted([new_event_id(), new_event_id()]) is not None
+    # the time's 48 bits of milliseconds first, in hex, then 80 random bits
+    ns = 1_700_000_000_123_456_789
+    assert re.fullmatch(r"evt_018bcfe5687b[0-9a-f]{20}", new_event_id(ns))
+    assert f"{1_700_000_000_123:012x}" == "018bcfe5687b"
     assert parse_traceparent(TRACEPARENT) == (
         "4bf92f3577b34da6a3ce929d0e0e4736",
         "00f067aa0ba902b7",

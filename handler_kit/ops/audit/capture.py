@@ -55,6 +55,8 @@ __all__ = [
 # A status as it is recorded: its text (a plain string pickles and serializes without a call
 # into the enum's Python code).
 _STATUS_TEXT: dict[Any, str] = {status: status.value for status in Status}
+# read per handler of every answer: a global's read, not the enum metaclass's lookup
+_FAIL_CLOSED = Status.FAIL_CLOSED
 
 # The key under which the observer leaves the decision id in the context every observer and
 # committer of the answer is handed: what code running after the answer (a shadow candidate)
@@ -99,7 +101,7 @@ class Observed:
 
 def invocation_decision(inv: Invocation, event_name: str) -> tuple[str | None, str | None]:
     """What one handler contributed: its own decision, or the safe one it failed closed to."""
-    if inv.status is Status.FAIL_CLOSED:
+    if inv.status is _FAIL_CLOSED:
         return SAFE_DECISIONS.get(event_name), fail_closed_notice(inv)
     out = inv.output
     if out is None:
@@ -170,12 +172,13 @@ def handler_values(
     values = []
     for inv in invocations:
         decision, reason = invocation_decision(inv, event_name)
-        if inv.output is None:
+        out = inv.output
+        if out is None:
             rendered = None
         elif single:
             rendered = output  # the answer is this handler's output, rendered once
         else:
-            rendered = inv.output.render(event_name)
+            rendered = out.render(event_name)
         status = inv.status
         values.append(
             (
@@ -186,7 +189,7 @@ def handler_values(
                 inv.error,
                 inv.latency_ms,
                 rendered,
-                type(inv.output) is ReplayedOutput,
+                type(out) is ReplayedOutput,
             )
         )
     return tuple(values)

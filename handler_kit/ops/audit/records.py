@@ -141,9 +141,11 @@ _sha256 = hashlib.sha256
 def new_event_id(ns: int | None = None) -> str:
     """``evt_`` + 32 hex digits: 48 bits of milliseconds then 80 random bits, so ids sort by
     time (like a UUIDv7) and do not collide across workers or replicas. A decision's id is
-    drawn on the answer path: the time's digits are formatted once per millisecond. ``ns``:
-    the time (``time.time_ns()``) when the caller has read it already."""
-    return f"{event_stamp(ns)}{getrandbits(80):020x}"
+    drawn on the answer path, so both parts are written as one number's 16 bytes in hex (one
+    conversion: a format spec is parsed at each use). ``ns``: the time (``time.time_ns()``)
+    when the caller has read it already."""
+    millis = (time.time_ns() if ns is None else ns) // 1_000_000
+    return "evt_" + (millis << 80 | getrandbits(80)).to_bytes(16, "big").hex()
 
 
 def new_trace_id() -> str:
@@ -475,19 +477,6 @@ def iso_time(ns: int) -> str:
         stamp = _dt.datetime.fromtimestamp(seconds, _dt.UTC)
         last = _second[0] = (seconds, stamp.strftime("%Y-%m-%dT%H:%M:%S"))
     return last[1] + _MILLIS[rest // 1_000_000]
-
-
-_stamp: list[tuple[int, str]] = [(-1, "")]  # the last millisecond's, as _second
-
-
-def event_stamp(ns: int | None = None) -> str:
-    """``evt_`` and the 12 hex digits of the time in milliseconds (``ns``, else now): how event
-    ids begin."""
-    millis = (time.time_ns() if ns is None else ns) // 1_000_000
-    last = _stamp[0]
-    if last[0] != millis:
-        last = _stamp[0] = (millis, f"evt_{millis:012x}")
-    return last[1]
 
 
 # The keys of a record, in the order written. A record is a copy of its writer's template (the

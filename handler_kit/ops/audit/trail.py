@@ -629,19 +629,22 @@ class AuditTrail:
             self._run_durable()
             return
         items = self._items
+        take = items.popleft
         block = self.on_full == "block"
+        marker_type = threading.Event
         stop = False
         while not stop:
             self._wake.wait(self.interval)
             while items:
                 batch: list[Capture] = []
                 markers: list[threading.Event] = []
-                while items and len(batch) < BATCH_SIZE:
-                    entry = items.popleft()
-                    self._taken += 1
+                taken = 0
+                while items and taken < BATCH_SIZE:
+                    entry = take()
+                    taken += 1
                     if entry is _STOP:
                         stop = True
-                    elif isinstance(entry, threading.Event):
+                    elif isinstance(entry, marker_type):
                         markers.append(entry)
                     else:
                         try:
@@ -649,6 +652,7 @@ class AuditTrail:
                         except Exception:
                             self.failed += 1
                             logger.exception("could not capture an answer for the audit trail")
+                self._taken += taken
                 if batch:
                     try:
                         self._write(batch)
