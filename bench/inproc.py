@@ -337,9 +337,10 @@ async def _drive_protocol(
     return [b"deny"] * requests
 
 
-def opcodes(side: str, requests: int, protocol: bool, mcp: bool) -> None:
+def opcodes(side: str, requests: int, protocol: bool, mcp: bool, audit: str | None) -> None:
     """Print the Python opcodes per request, in all and by module (the most first); the
-    harness's own (this module's in-memory socket) are left out."""
+    harness's own (this module's in-memory socket) are left out. Those of the thread that
+    serves (the event loop's): with ``audit``, the trail's writer thread is not counted."""
     import collections
     import sys
 
@@ -358,7 +359,7 @@ def opcodes(side: str, requests: int, protocol: bool, mcp: bool) -> None:
     os.getppid = lambda: sys.settrace(tracer)  # type: ignore[assignment,misc,func-returns-value]
     os.getpgrp = lambda: sys.settrace(None)  # type: ignore[assignment,misc,func-returns-value]
     try:
-        run(side, requests, warmup=200, audit=None, profile=False, protocol=protocol, mcp=mcp)
+        run(side, requests, warmup=200, audit=audit, profile=False, protocol=protocol, mcp=mcp)
     finally:
         os.getppid, os.getpgrp = marks
     print(f"{side} {PATH}: {sum(counts.values()) / requests:,.0f} opcodes per request")
@@ -421,7 +422,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     PATH = args.path
     if args.opcodes:
-        opcodes(args.side, args.requests, args.protocol, args.mcp)
+        opcodes(args.side, args.requests, args.protocol, args.mcp, args.audit)
         return
     if args.instructions:
         per = instructions(
