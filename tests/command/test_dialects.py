@@ -55,6 +55,11 @@ INPUTS = {
     "Stop": {"hook_event_name": "Stop", "stop_hook_active": False},
     "SessionStart": {"hook_event_name": "SessionStart", "source": "startup"},
     "UserPromptSubmit": {"hook_event_name": "UserPromptSubmit", "prompt": "my key is sk-1"},
+    "PermissionRequest": {
+        "hook_event_name": "PermissionRequest",
+        "tool_name": "orders__refund",
+        "tool_input": {"order_id": "4821", "amount": 640},
+    },
 }
 # each handler's event picks its input
 HANDLER_EVENT = {handler.name: handler.event for handler in app.app.handlers}
@@ -124,6 +129,7 @@ CASES: dict[tuple[str, str], tuple[int, Any, str | None]] = {
     ("codex", "stop_halt"): (0, HALT, None),
     # Stop needs JSON on exit 0: no opinion is {}
     ("codex", "stop_none"): (0, {}, None),
+    ("codex", "quiet_note"): (0, {"systemMessage": app.NOTE}, "terminalSequence; dropped"),
     # Posit: ask is carried; no rewrite, no defer; continue:false at session start is ignored
     ("posit", "gate_ask"): (
         0,
@@ -144,6 +150,18 @@ CASES: dict[tuple[str, str], tuple[int, Any, str | None]] = {
         "Posit has no 'defer'",
     ),
     ("posit", "start_halt"): (0, {}, "Posit ignores continue:false here"),
+    # ... and a halt where there is a turn to stop stands, as does context at session start
+    ("posit", "halt_call"): (0, HALT, None),
+    ("posit", "start_note"): (
+        0,
+        {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": app.POLICY}},
+        None,
+    ),
+    ("posit", "quiet_note"): (
+        0,
+        {"systemMessage": app.NOTE, "suppressOutput": True},
+        "terminalSequence; dropped",
+    ),
     ("posit", "keep_going"): (
         0,
         {"decision": "block", "reason": app.KEEP_GOING},
@@ -153,6 +171,8 @@ CASES: dict[tuple[str, str], tuple[int, Any, str | None]] = {
     # the sandbox runtime: exit codes, as its contract names them
     ("sandbox", "gate_ask"): (2, b"", app.ASK_REASON),
     ("sandbox", "halt_call"): (2, b"", app.HALT_REASON),
+    ("sandbox", "halt_quiet"): (2, b"", "The hook 'dialects' stopped this (halt_quiet)."),
+    ("sandbox", "post_halt"): (2, b"", app.HALT_REASON),
     ("sandbox", "gate_rewrite"): (2, b"", REWRITE_DENIED),
     ("sandbox", "open_rewrite"): (0, b"", "cannot carry a rewritten tool input"),
     ("sandbox", "note_call"): (0, b"", "reads no context on PreToolUse; dropped"),
@@ -164,6 +184,9 @@ CASES: dict[tuple[str, str], tuple[int, Any, str | None]] = {
     ("sandbox", "keep_going"): (2, b"", app.KEEP_GOING),
     ("sandbox", "stop_halt"): (0, b"", "a halt lets the agent stop"),
     ("sandbox", "prompt_block"): (2, b"", app.PROMPT_BLOCK),
+    ("sandbox", "prompt_both"): (2, b"", app.PROMPT_BLOCK),
+    ("sandbox", "quiet_note"): (0, b"", "cannot show a systemMessage"),
+    ("sandbox", "permission_deny"): (2, b"", app.ASK_REASON),
 }
 
 
@@ -223,9 +246,22 @@ BLOCK_NOTES = {
     ("sandbox", "halt_call"): (
         "PreToolUse: the sandbox dialect cannot stop the agent; the call is blocked instead",
     ),
+    ("sandbox", "halt_quiet"): (
+        "PreToolUse: the sandbox dialect cannot stop the agent; the call is blocked instead",
+    ),
+    ("sandbox", "post_halt"): (
+        "PostToolUse: the sandbox dialect cannot stop the agent; its reason is feedback instead",
+    ),
     ("sandbox", "gate_rewrite"): (
         "PreToolUse: the sandbox dialect cannot carry a rewritten tool input; the fail-closed "
         "gate denies the call instead",
+    ),
+    ("sandbox", "permission_deny"): (
+        "PermissionRequest: the sandbox dialect does not read the permission fields "
+        "updatedPermissions; dropped",
+    ),
+    ("sandbox", "prompt_both"): (
+        "UserPromptSubmit: context dropped: exit 2 carries only the reason",
     ),
     ("sandbox", "keep_going"): (
         "Stop: the sandbox dialect has no context on Stop; the agent is kept going with it as "
@@ -250,6 +286,8 @@ NOTES = {
     "updatedMCPToolOutput; dropped",
     ("codex", "keep_going"): "Stop: the codex dialect has no context on Stop; the agent is kept "
     "going with it as a block's reason",
+    ("codex", "quiet_note"): "PreToolUse: the codex dialect does not read the fields "
+    "suppressOutput, terminalSequence; dropped",
     ("posit", "gate_rewrite"): "PreToolUse: the posit dialect cannot carry a rewritten tool "
     "input; the fail-closed gate denies the call instead",
     ("posit", "open_rewrite"): "PreToolUse: the posit dialect cannot carry a rewritten tool "
@@ -260,6 +298,8 @@ NOTES = {
     "going with it as a block's reason",
     ("posit", "post_replace"): "PostToolUse: the posit dialect does not read hookSpecificOutput "
     "updatedMCPToolOutput; dropped",
+    ("posit", "quiet_note"): "PreToolUse: the posit dialect does not read the fields "
+    "terminalSequence; dropped",
     ("sandbox", "open_rewrite"): "PreToolUse: the sandbox dialect cannot carry a rewritten tool "
     "input; the call runs with its original input",
     ("sandbox", "note_call"): "PreToolUse: the sandbox dialect reads no context on PreToolUse; "
@@ -269,6 +309,8 @@ NOTES = {
     ("sandbox", "start_halt"): "SessionStart: the sandbox dialect cannot stop the agent at "
     "session start; the halt is dropped",
     ("sandbox", "stop_halt"): "Stop: a halt lets the agent stop, which exit 0 already does",
+    ("sandbox", "quiet_note"): "PreToolUse: the sandbox dialect cannot show a systemMessage; "
+    "dropped",
 }
 
 
@@ -670,3 +712,66 @@ def test_a_deny_with_a_rewrite_keeps_the_deny_and_says_so() -> None:
         "PreToolUse: the posit dialect cannot carry a rewritten tool input; the rewrite is "
         "dropped and the 'deny' stands",
     )
+
+
+def _specific(event: str, **fields: Any) -> dict[str, Any]:
+    return {"hookSpecificOutput": {"hookEventName": event, **fields}}
+
+
+# Answers the core refuses from a handler (tests/support/apps/dialects.py cannot give them),
+# which `handler-kit forward` still renders from another server: (runtime, event, answer) ->
+# what the runtime is given.
+UNCHECKED_ANSWERS: list[tuple[str, str, dict[str, Any], dialects.Rendered]] = [
+    # a verdict with no behavior decides nothing
+    (
+        "codex",
+        "PermissionRequest",
+        _specific("PermissionRequest", decision={"message": "Not today."}),
+        dialects.Rendered(0, b"{}\n", ""),
+    ),
+    (
+        "posit",
+        "Notification",
+        _specific("Notification", additionalContext="Be brief."),
+        dialects.Rendered(
+            0, b"{}\n", "", ("Notification: Posit reads no additionalContext here; dropped",)
+        ),
+    ),
+    (
+        "posit",
+        "SessionStart",
+        {"decision": "block", "reason": "Not now."},
+        dialects.Rendered(0, b"{}\n", "", ("SessionStart: Posit reads no block here; dropped",)),
+    ),
+    # 'block' is no permissionDecision: Posit reads none
+    (
+        "posit",
+        "PreToolUse",
+        _specific("PreToolUse", permissionDecision="block"),
+        dialects.Rendered(0, b"{}\n", "", ("PreToolUse: Posit reads no block here; dropped",)),
+    ),
+    # nothing is blocked at session start: the context still goes to the system prompt
+    (
+        "sandbox",
+        "SessionStart",
+        {
+            "decision": "block",
+            "reason": "Not now.",
+            **_specific("SessionStart", additionalContext="Be brief."),
+        },
+        dialects.Rendered(
+            0, b"Be brief.", "", ("SessionStart: a block is ignored at session start; dropped",)
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("runtime", "event", "output", "rendered"),
+    UNCHECKED_ANSWERS,
+    ids=[f"{row[0]}-{row[1]}-{i}" for i, row in enumerate(UNCHECKED_ANSWERS)],
+)
+def test_answers_no_handler_gives_are_rendered(
+    runtime: str, event: str, output: dict[str, Any], rendered: dialects.Rendered
+) -> None:
+    assert dialects.render(runtime, event, output) == rendered

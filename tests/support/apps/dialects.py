@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from handler_kit import (
     HookApp,
+    PermissionRequest,
     PostToolUse,
     PreToolUse,
     SessionStart,
@@ -27,6 +28,7 @@ POST_NOTE = "Rotate the key."
 KEEP_GOING = "Run the tests before stopping."
 POLICY = "Returns are accepted within 30 days."
 PROMPT_BLOCK = "No secrets in prompts."
+BELL = "\a"
 
 app = HookApp("dialects")
 # Every handler here answers at once: its tests read each runtime's dialect, not deadlines. A
@@ -61,6 +63,11 @@ def halt_call(event: PreToolUse):
 
 
 @app.pre_tool_use(timeout=TIMEOUT)
+def halt_quiet(event: PreToolUse):
+    return halt()
+
+
+@app.pre_tool_use(timeout=TIMEOUT)
 def defer_call(event: PreToolUse):
     return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "defer"}}
 
@@ -75,6 +82,11 @@ def quiet_deny(event: PreToolUse):
             "permissionDecisionReason": ASK_REASON,
         },
     }
+
+
+@app.pre_tool_use(timeout=TIMEOUT)
+def quiet_note(event: PreToolUse):
+    return {"systemMessage": NOTE, "suppressOutput": True, "terminalSequence": BELL}
 
 
 @app.pre_tool_use(timeout=TIMEOUT)
@@ -94,6 +106,11 @@ def post_both(event: PostToolUse):
         "reason": POST_REASON,
         "hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": POST_NOTE},
     }
+
+
+@app.post_tool_use(timeout=TIMEOUT)
+def post_halt(event: PostToolUse):
+    return halt(HALT_REASON)
 
 
 @app.post_tool_use(timeout=TIMEOUT)
@@ -134,3 +151,22 @@ def start_halt(event: SessionStart):
 @app.user_prompt_submit(timeout=TIMEOUT)
 def prompt_block(event: UserPromptSubmit):
     return block(PROMPT_BLOCK)
+
+
+@app.user_prompt_submit(timeout=TIMEOUT)
+def prompt_both(event: UserPromptSubmit):
+    return {
+        "decision": "block",
+        "reason": PROMPT_BLOCK,
+        "hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": NOTE},
+    }
+
+
+@app.permission_request(timeout=TIMEOUT)
+def permission_deny(event: PermissionRequest):
+    verdict = {
+        "behavior": "deny",
+        "message": ASK_REASON,
+        "updatedPermissions": [{"type": "setMode", "mode": "plan"}],
+    }
+    return {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": verdict}}
