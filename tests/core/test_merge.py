@@ -138,6 +138,19 @@ def test_runbear_defer_is_ignored():
     assert merge("PreToolUse", [allow("a"), defer], dialect="claude").decision == "defer"
 
 
+def test_which_reason_a_winning_decision_carries():
+    """Claude: the first reason given for the winner. Runbear: a winning deny likewise, a
+    winning block the first blocking handler's, even when it gave none."""
+    blocks = [Output(decision="block"), block("second")]
+    assert merge("Stop", blocks, dialect="claude").reason == "second"
+    merged = merge("Stop", blocks, dialect="runbear")
+    assert (merged.decision, merged.reason) == ("block", None)
+    denies = [Output(decision="deny"), deny("second")]
+    for dialect in DIALECTS:
+        merged = merge("PreToolUse", denies, dialect=dialect)
+        assert (merged.decision, merged.reason) == ("deny", "second")
+
+
 def test_runbear_legacy_spellings():
     approve = parse_output("PreToolUse", {"decision": "approve", "reason": "fine"})
     merged = merge("PreToolUse", [approve], dialect="runbear")

@@ -204,29 +204,100 @@ def test_normalize_return_values():
     assert normalize("Stop", {}).render("Stop") == {}
 
 
+NOT_RETURNED = "a handler returns None, a str, a helper's output or a dict, not "
+
+
 @pytest.mark.parametrize(
-    ("event", "value"),
+    ("event", "value", "message"),
     [
-        ("PreToolUse", 42),
-        ("PreToolUse", ["deny"]),
-        ("PreToolUse", True),
-        ("Notification", "text on an event that reads no context"),
-        ("PreToolUse", {"hookSpecificOutput": {"hookEventName": "Stop"}}),
-        ("PreToolUse", {"hookSpecificOutput": {"permissionDecision": "block"}}),
-        ("PreToolUse", {"decision": "maybe"}),
-        ("Stop", {"decision": "deny"}),
-        ("Stop", {"hookSpecificOutput": "not an object"}),
-        ("Stop", {"continue": "no"}),
-        ("Stop", {"reason": 5, "decision": "block"}),
-        ("SessionStart", {"hookSpecificOutput": {"additionalContext": ["a"]}}),
-        ("PreToolUse", {"hookSpecificOutput": {"updatedInput": "rm -rf /"}}),
-        ("PermissionRequest", {"hookSpecificOutput": {"decision": {"behavior": "ask"}}}),
-        ("SessionStart", {"decision": "block", "reason": "a block SessionStart cannot carry"}),
+        ("PreToolUse", 42, NOT_RETURNED + "int"),
+        ("PreToolUse", ["deny"], NOT_RETURNED + "list"),
+        ("PreToolUse", True, NOT_RETURNED + "bool"),
+        (
+            "Notification",
+            "text on an event that reads no context",
+            "Notification cannot carry additional context",
+        ),
+        (
+            "PreToolUse",
+            {"hookSpecificOutput": {"hookEventName": "Stop"}},
+            "hookSpecificOutput.hookEventName is 'Stop', expected 'PreToolUse'",
+        ),
+        (
+            "PreToolUse",
+            {"hookSpecificOutput": {"permissionDecision": "block"}},
+            "permissionDecision 'block' is not one of allow/deny/ask/defer",
+        ),
+        ("PreToolUse", {"decision": "maybe"}, "unknown decision 'maybe'"),
+        ("Stop", {"decision": "deny"}, "unknown decision 'deny'"),
+        ("Stop", {"hookSpecificOutput": "not an object"}, "hookSpecificOutput must be an object"),
+        ("Stop", {"continue": "no"}, "continue must be bool"),
+        ("Stop", {"reason": 5, "decision": "block"}, "reason must be str"),
+        ("Stop", {"reason": True, "decision": "block"}, "reason must be str"),
+        ("Stop", {"decision": 1}, "decision must be str"),
+        ("Stop", {"systemMessage": 3}, "systemMessage must be str"),
+        (
+            "SessionStart",
+            {"hookSpecificOutput": {"additionalContext": ["a"]}},
+            "additionalContext must be str",
+        ),
+        (
+            "PreToolUse",
+            {"hookSpecificOutput": {"permissionDecisionReason": 1}},
+            "permissionDecisionReason must be str",
+        ),
+        (
+            "PreToolUse",
+            {"hookSpecificOutput": {"updatedInput": "rm -rf /"}},
+            "updatedInput must be an object",
+        ),
+        (
+            "PermissionRequest",
+            {"hookSpecificOutput": {"decision": {"behavior": "ask"}}},
+            "decision.behavior 'ask' is not allow or deny",
+        ),
+        (
+            "SessionStart",
+            {"decision": "block", "reason": "a block SessionStart cannot carry"},
+            "SessionStart cannot carry a block",
+        ),
     ],
 )
-def test_bad_return_values_raise_output_error(event, value):
-    with pytest.raises(OutputError):
+def test_bad_return_values_raise_output_error(event, value, message):
+    with pytest.raises(OutputError) as info:
         normalize(event, value)
+    assert str(info.value) == message
+
+
+def test_parse_output_reads_only_an_object():
+    with pytest.raises(OutputError) as info:
+        parse_output("Stop", ["block"])
+    assert str(info.value) == "output must be a JSON object"
+
+
+@pytest.mark.parametrize(
+    ("event", "value", "expected"),
+    [
+        # a reason without a decision is kept as it came, among the keys not read
+        ("Stop", {"reason": "r"}, Output(extra={"reason": "r"})),
+        # the top-level spellings PreToolUse still honours, the current ones among them
+        ("PreToolUse", {"decision": "allow"}, Output(decision="allow")),
+        ("PreToolUse", {"decision": "deny", "reason": "no"}, Output(decision="deny", reason="no")),
+        ("PreToolUse", {"decision": "approve"}, Output(decision="allow")),
+        ("PreToolUse", {"decision": "block", "reason": "no"}, Output(decision="deny", reason="no")),
+        # "approve" elsewhere is an old no-op
+        ("Stop", {"decision": "approve"}, Output()),
+    ],
+)
+def test_top_level_decisions_are_read_as_the_runtime_reads_them(event, value, expected):
+    assert parse_output(event, value) == expected
+
+
+def test_a_given_hook_event_name_replaces_the_events_in_its_place():
+    out = Output(context="c", specific={"hookEventName": "Renamed"})
+    assert out.render("UserPromptSubmit") == {
+        "hookSpecificOutput": {"hookEventName": "Renamed", "additionalContext": "c"}
+    }
 
 
 # -- 10,000-character cap ------------------------------------------------------------------
@@ -364,6 +435,11 @@ def test_corpus_outputs_mixing_shapes_keep_both():
 
 # -- a handler's dict is checked against its event's output schema -----------------------------
 
+TOP_LEVEL_LIST = (
+    "; the top level has continue, decision, hookSpecificOutput, reason, stopReason, "
+    "suppressOutput, systemMessage, terminalSequence"
+)
+
 # event, dict a handler returns, the key the error names and what it says about it
 BAD_DICTS = [
     (
@@ -375,7 +451,8 @@ BAD_DICTS = [
         "PreToolUse",
         hso("PreToolUse", permissionDecison="deny"),
         "PreToolUse's hookSpecificOutput has no field 'permissionDecison' "
-        "(did you mean 'hookSpecificOutput.permissionDecision'?)",
+        "(did you mean 'hookSpecificOutput.permissionDecision'?); it has hookEventName, "
+        "additionalContext, permissionDecision, permissionDecisionReason, updatedInput",
     ),
     (
         "UserPromptSubmit",
@@ -390,8 +467,11 @@ BAD_DICTS = [
     (
         "Stop",
         {"decison": "block", "reason": "again"},
-        "unknown top-level field 'decison' (did you mean 'decision'?)",
+        "unknown top-level field 'decison' (did you mean 'decision'?)" + TOP_LEVEL_LIST,
     ),
+    ("Stop", {"zzqq": 1}, "unknown top-level field 'zzqq'" + TOP_LEVEL_LIST),
+    # a known key first does not end the check of the keys after it
+    ("Stop", {"continue": True, "zzqq": 1}, "unknown top-level field 'zzqq'" + TOP_LEVEL_LIST),
     ("Stop", {"Continue": False}, "unknown top-level field 'Continue' (did you mean 'continue'?)"),
     ("Stop", hso("Stop", decision="block"), "hookSpecificOutput.decision belongs at the top level"),
     (

@@ -24,7 +24,9 @@ from handler_kit.core.vocabulary import DEFAULT_CALLS_PER_HANDLER, MAX_INPUT_DEP
 from handler_kit.server.webhook import (
     BodyTooLarge,
     ClientDisconnected,
+    HTTPError,
     Webhook,
+    parse_hook_input,
     read_body,
     route_path,
     validation_details,
@@ -799,3 +801,33 @@ def test_read_body_joins_the_messages_up_to_the_limit(first: bool) -> None:
         _read([{"type": "http.disconnect"}], 3, first)
     with pytest.raises(ClientDisconnected):
         _read([{"type": REQUEST, "body": b"ab", "more_body": True}, {"type": "http.disconnect"}], 9)
+
+
+@pytest.mark.parametrize(
+    ("body", "event", "expected"),
+    [
+        (b"[1]", "PreToolUse", ("not_an_object", "the body must be a JSON object (a hook input)")),
+        (b"[1]", None, ("not_an_object", "the body must be a JSON object (a hook input)")),
+        (b"{nope}", None, ("malformed_json", "the body is not valid JSON")),
+        (b'{"session_id": 1}', "Stop", ("invalid_event", "the hook input failed validation")),
+        (b'{"session_id": 1}', None, ("invalid_event", "the hook input failed validation")),
+        (
+            b'{"hook_event_name": "Stop", "session_id": 1}',
+            None,
+            ("invalid_event", "the hook input failed validation"),
+        ),
+    ],
+)
+def test_a_bad_hook_input_is_refused_with_its_code_and_message(body, event, expected):
+    with pytest.raises(HTTPError) as info:
+        parse_hook_input(body, event)
+    assert (info.value.status, info.value.code, info.value.message) == (400, *expected)
+    assert str(info.value) == expected[1]
+
+
+def test_an_input_without_an_event_name_says_so():
+    with pytest.raises(HTTPError) as info:
+        parse_hook_input(b'{"session_id": "s"}', None)
+    assert info.value.details == [
+        {"path": "hook_event_name", "message": "Field required (a non-empty string)"}
+    ]
