@@ -644,3 +644,18 @@ def test_a_bad_permission_verdict_says_what_is_wrong(decision: Any, message: str
     with pytest.raises(OutputError) as info:
         normalize("PermissionRequest", {"hookSpecificOutput": {"decision": decision}})
     assert str(info.value) == message
+
+
+@pytest.mark.parametrize(
+    ("event", "message"),
+    [
+        ("PreToolUse", "PreToolUse cannot carry a block (use deny())"),
+        ("PermissionRequest", "PermissionRequest cannot carry a block (use deny())"),
+        ("SessionStart", "SessionStart cannot carry a block"),
+    ],
+)
+def test_a_block_an_event_cannot_carry_names_the_helper_it_can(event: str, message: str) -> None:
+    # the tool-permission events deny rather than block: the message says which helper to use
+    with pytest.raises(OutputError) as raised:
+        block("no").check(event)
+    assert str(raised.value) == message
