@@ -11,6 +11,7 @@ import asyncio
 import functools
 import json
 import logging
+import math
 import os
 import threading
 import time
@@ -21,6 +22,7 @@ import pytest
 from handler_kit import (
     EVENT_MODELS,
     HookApp,
+    Output,
     PreToolUse,
     allow,
     block,
@@ -884,3 +886,270 @@ def test_a_keyboard_interrupt_out_of_a_handler_ends_a_direct_run(hooks):
     assert [(i.status, i.error) for i in served.invocations] == [
         (Status.ERROR, "KeyboardInterrupt: ")
     ]
+
+
+# -- what the answer path checks, with the values that tell each check apart ----------------
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [
+        # pydantic-core writes these as NaN and Infinity, which a runtime's JSON parser refuses
+        ({"amount": math.nan}, "NaN and the infinities are not JSON"),
+        ({"amount": -math.inf}, "NaN and the infinities are not JSON"),
+        # a lone surrogate: pydantic-core cannot write it, the standard library reads the rest
+        ({"note": "\ud800", "amount": math.nan}, "Out of range float values are not JSON"),
+    ],
+)
+def test_an_answer_json_cannot_carry_is_the_handlers_failure(hooks, caplog, value, error):
+    caplog.set_level(logging.ERROR, logger="handler_kit")
+
+    @hooks.pre_tool_use()
+    def note(event):
+        return rewrite(value)
+
+    result = answer(hooks, PRE)
+    assert result.output == {}
+    [invocation] = result.invocations
+    assert invocation.status is Status.ERROR and invocation.output is None
+    assert invocation.error.startswith(f"note returned a value JSON cannot carry: {error}")
+    assert [r.getMessage() for r in caplog.records] == [invocation.error]
+
+    @hooks.pre_tool_use(fail_closed=True)
+    def gate(event):
+        return rewrite(value)
+
+    result = asyncio.run(hooks.answer(parse_event(PRE), [hooks.by_name["gate"]]))
+    assert [i.status for i in result.invocations] == [Status.FAIL_CLOSED]
+    assert result.output["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+def test_nan_and_infinity_inside_a_string_are_sent(hooks):
+    words = {"note": "NaN, Infinity and -Infinity are words here"}
+
+    @hooks.pre_tool_use()
+    def note(event):
+        return rewrite({"note": words["note"]})
+
+    @hooks.user_prompt_submit()
+    def echo(event):
+        return words["note"]
+
+    result = answer(hooks, PRE)
+    assert result.output["hookSpecificOutput"]["updatedInput"] == {"note": words["note"]}
+    assert [i.status for i in result.invocations] == [Status.OK]
+    result = answer(hooks, {"hook_event_name": "UserPromptSubmit", "prompt": "x"})
+    assert result.output["hookSpecificOutput"]["additionalContext"] == words["note"]
+
+
+def test_the_loop_guard_keeps_what_does_not_continue_the_turn_and_says_what_it_held(hooks, caplog):
+    caplog.set_level(logging.WARNING, logger="handler_kit")
+
+    @hooks.stop()
+    def stops(event):
+        return Output(
+            decision="block",
+            reason="again",
+            continue_=False,
+            stop_reason="the budget is spent",
+            system_message="stopped by policy",
+            suppress_output=True,
+        )
+
+    @hooks.subagent_stop()
+    def reminds(event):
+        return "one more thing"
+
+    result = answer(hooks, {"hook_event_name": "Stop", "stop_hook_active": True})
+    assert result.output == {
+        "continue": False,
+        "stopReason": "the budget is spent",
+        "systemMessage": "stopped by policy",
+        "suppressOutput": True,
+    }
+    assert [i.status for i in result.invocations] == [Status.OK]
+    result = answer(hooks, {"hook_event_name": "SubagentStop", "stop_hook_active": True})
+    assert result.output == {}
+    [invocation] = result.invocations
+    assert (invocation.status, invocation.output, invocation.error) == (
+        Status.LOOP_GUARDED,
+        None,
+        None,
+    )
+    assert invocation.handler is hooks.by_name["reminds"]
+    assert [r.getMessage() for r in caplog.records] == [
+        "stops blocked a Stop while stop_hook_active was true: not sent, to avoid a loop",
+        "reminds gave context on a SubagentStop while stop_hook_active was true: not sent, "
+        "to avoid a loop",
+    ]
+
+
+class _Clock:
+    """The answer path's clock (``time`` in handler_kit.core.app), standing still until a
+    handler moves it: a latency or a lateness then has one exact value."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def perf_counter(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch) -> _Clock:
+    from handler_kit.core import app as app_module
+
+    fake = _Clock(1000.0)
+    monkeypatch.setattr(app_module, "time", fake)
+    return fake
+
+
+def test_latency_is_counted_from_the_answers_start_in_milliseconds(hooks, clock):
+
+    @hooks.pre_tool_use()
+    def sync_gate(event):
+        clock.now = 1000.25
+        return rewrite({"amount": 2})
+
+    @hooks.pre_tool_use()
+    async def never_awaits(event):
+        return "noted"
+
+    @hooks.stop()
+    def reminds(event):
+        clock.now = 1000.5
+        return "keep going"
+
+    result = answer(hooks, PRE)
+    assert [(i.handler, i.status, i.error, i.latency_ms) for i in result.invocations] == [
+        (hooks.by_name["sync_gate"], Status.OK, None, 250.0),
+        (hooks.by_name["never_awaits"], Status.OK, None, 250.0),
+    ]
+    clock.now = 1000.0
+    result = answer(hooks, {"hook_event_name": "Stop", "stop_hook_active": True})
+    assert [(i.status, i.latency_ms) for i in result.invocations] == [(Status.LOOP_GUARDED, 500.0)]
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_an_answer_at_its_deadline_is_on_time_one_after_it_is_late(hooks, clock, caplog, kind):
+    caplog.set_level(logging.WARNING, logger="handler_kit")
+    clock.now = 0.0  # elapsed is then exactly where the handler puts the clock
+
+    if kind == "sync":
+
+        @hooks.pre_tool_use(timeout=1)
+        def answers(event):
+            clock.now = hooks.by_name["answers"].deadline + late[0]
+            return rewrite({"amount": 2})
+
+    else:
+
+        @hooks.pre_tool_use(timeout=1)
+        async def answers(event):
+            clock.now = hooks.by_name["answers"].deadline + late[0]
+            return rewrite({"amount": 2})
+
+    late = [0.0]
+    result = answer(hooks, PRE)
+    assert [i.status for i in result.invocations] == [Status.OK]
+    assert result.output["hookSpecificOutput"]["updatedInput"] == {"amount": 2}
+    assert caplog.records == []
+
+    clock.now = 0.0
+    late[0] = 1.0
+    result = answer(hooks, PRE)
+    assert result.output == {}
+    assert [(i.status, i.error) for i in result.invocations] == [
+        (Status.TIMEOUT, "handler did not answer in time")
+    ]
+    [record] = caplog.records
+    if kind == "async":
+        assert record.getMessage() == (
+            "answers blocked the event loop for 1.9 s, through its 0.9 s deadline: its answer "
+            "is not sent, its failure policy answers. An async handler must not block; make it "
+            "a plain def, or run the blocking call with await asyncio.to_thread(...)"
+        )
+    else:
+        assert record.getMessage().startswith("answers answered 1.9 s after the answer began")
+
+
+def test_a_failing_observer_is_logged_and_the_answer_stands(hooks, caplog):
+    caplog.set_level(logging.ERROR, logger="handler_kit")
+
+    def broken(answer, transport, context):
+        raise RuntimeError("observer down")
+
+    app = hooks.extended(observers=[broken])
+
+    @app.pre_tool_use()
+    def gate(event):
+        return deny("no")
+
+    result = answer(app, PRE)
+    assert result.output["hookSpecificOutput"]["permissionDecision"] == "deny"
+    [record] = caplog.records
+    assert record.getMessage() == f"observer {broken!r} failed"
+    assert record.exc_info[1].args == ("observer down",)
+
+
+def test_a_sync_handler_sees_the_callers_context_variables(hooks):
+    import contextvars
+
+    request_id = contextvars.ContextVar("request_id", default="unset")
+
+    @hooks.user_prompt_submit()
+    def echo(event):
+        return f"request {request_id.get()}"
+
+    async def main():
+        request_id.set("r-42")
+        return await hooks.answer(parse_event({"hook_event_name": "UserPromptSubmit"}))
+
+    result = asyncio.run(main())
+    assert result.output["hookSpecificOutput"]["additionalContext"] == "request r-42"
+
+
+# -- the per-handler slots, counted exactly ------------------------------------------------
+
+
+def test_slots_given_back_are_counted_once_whoever_waited():
+    from handler_kit.core.app import _Slots
+
+    async def main():
+        slots = _Slots(1)
+        await slots.acquire()
+        first = asyncio.create_task(slots.acquire())
+        second = asyncio.create_task(slots.acquire())
+        await asyncio.sleep(0)
+        assert (slots.running, len(slots.waiting)) == (1, 2)
+        # the second stops waiting: it leaves the queue, the first still waits its turn
+        second.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await second
+        assert (slots.running, [w.cancelled() for _, w in slots.waiting]) == (1, [False])
+        # the first is handed the slot and stops waiting in the same step: it passes it on
+        slots.release()
+        first.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        assert (slots.running, len(slots.waiting)) == (0, 0)
+        # taken and given back again: none held
+        await slots.acquire()
+        slots.release()
+        assert slots.running == 0
+
+    asyncio.run(main())
+
+
+def test_a_slot_is_not_handed_to_a_waiter_whose_loop_is_closed():
+    from handler_kit.core.app import _Slots
+
+    slots = _Slots(1)
+    asyncio.run(slots.acquire())
+    gone = asyncio.new_event_loop()
+    waiting = gone.create_task(slots.acquire())
+    gone.run_until_complete(asyncio.sleep(0))
+    assert len(slots.waiting) == 1 and not waiting.done()
+    gone.close()
+    slots.release()
+    assert (slots.running, len(slots.waiting)) == (0, 0)
