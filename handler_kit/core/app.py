@@ -335,7 +335,7 @@ class HookApp(EventDecorators):
         else:
             invocations = []
         if len(invocations) == 1 and invocations[0].output is not None:
-            # _combine's first case, without its frame: one handler that answered
+            # one handler that answered: its output is the answer
             output = invocations[0].output.render(name, checked=True)
         else:
             output = self._combine(event, invocations)
@@ -592,13 +592,11 @@ class HookApp(EventDecorators):
 
     @staticmethod
     def _combine(event: HookEvent, invocations: list[Invocation]) -> dict[str, Any]:
+        """The answer of several invocations, or of one that gave no output (one that did is
+        its output, rendered: :meth:`answer` does that itself)."""
         name = event.hook_event_name
-        if len(invocations) == 1:
-            only = invocations[0]
-            if only.output is not None:
-                return only.output.render(name, checked=True)
-            if only.status is not Status.FAIL_CLOSED:
-                return {}
+        if len(invocations) == 1 and invocations[0].status is not Status.FAIL_CLOSED:
+            return {}  # no opinion, or a failure that does not fail closed: no answer
         results: list[Output | Failure | None] = []
         for inv in invocations:
             if inv.status is Status.FAIL_CLOSED:
