@@ -103,7 +103,7 @@ def body_input(event_name: str, body: bytes) -> tuple[str, dict[str, Any]]:
     text, and the digest of the idempotency keys, are the ones the answer path would have
     written. The audit writer process derives them: the server's process hands the body over."""
     model = model_for(event_name)
-    validate_json, dump = _CODECS.get(model) or codec(model)
+    validate_json, dump = codec(model)
     try:
         event = validate_json(body)
     except ValidationError:

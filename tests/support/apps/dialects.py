@@ -5,6 +5,8 @@ a matcher; each test picks one with ``--handler NAME``.
 
 from __future__ import annotations
 
+from typing import Any
+
 from handler_kit import (
     HookApp,
     PermissionRequest,
@@ -99,13 +101,18 @@ def post_note(event: PostToolUse):
     return context(POST_NOTE)
 
 
-@app.post_tool_use(timeout=TIMEOUT)
-def post_both(event: PostToolUse):
+def block_with_context(event: str, reason: str, note: str) -> dict[str, Any]:
+    """A block and additional context in one answer, as a handler writes it by hand."""
     return {
         "decision": "block",
-        "reason": POST_REASON,
-        "hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": POST_NOTE},
+        "reason": reason,
+        "hookSpecificOutput": {"hookEventName": event, "additionalContext": note},
     }
+
+
+@app.post_tool_use(timeout=TIMEOUT)
+def post_both(event: PostToolUse):
+    return block_with_context("PostToolUse", POST_REASON, POST_NOTE)
 
 
 @app.post_tool_use(timeout=TIMEOUT)
@@ -155,11 +162,7 @@ def prompt_block(event: UserPromptSubmit):
 
 @app.user_prompt_submit(timeout=TIMEOUT)
 def prompt_both(event: UserPromptSubmit):
-    return {
-        "decision": "block",
-        "reason": PROMPT_BLOCK,
-        "hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": NOTE},
-    }
+    return block_with_context("UserPromptSubmit", PROMPT_BLOCK, NOTE)
 
 
 @app.permission_request(timeout=TIMEOUT)
