@@ -563,6 +563,8 @@ def _exit_codes(
         notes.append(f"{event}: the {SANDBOX} dialect cannot show a systemMessage; dropped")
     _drop(SANDBOX, event, "hookSpecificOutput", parts.specific, notes)
     _drop(SANDBOX, event, "the permission fields", parts.verdict_rest, notes)
+    # suppressOutput, terminalSequence...: exit codes and two streams carry none of them
+    _drop(SANDBOX, event, "the fields", (k for k in parts.top if k != "systemMessage"), notes)
     if feedback:
         return Rendered(BLOCK_EXIT, b"", "\n\n".join(feedback), tuple(notes))
     return Rendered(OK_EXIT, stdout, "", tuple(notes))
