@@ -43,6 +43,11 @@ from bench.speed_lines import summary as speed_lines_summary
 HERE = Path(__file__).resolve().parent
 APP = "example_servers.refund_gate:app"
 WEBHOOK = "webhook"
+# POST /hooks (every matching handler, merged) against the same raw function, at one count:
+# the route the runtimes' generic URL hooks call, which must be as fast as /hooks/{name}
+WEBHOOK_ALL = "webhook_all"
+ALL_ROUTE = "/hooks"
+ALL_CONNECTIONS = 16
 MCP = "mcp"
 AUDIT = "audit"
 COMMAND = "command"
@@ -406,6 +411,17 @@ def _side_row(side: dict, metrics: dict) -> dict:
 
 def run_webhook(args, lg: LoadGenerator, log_dir: Path) -> dict:
     log(f"\n== webhook: raw-ASGI baseline vs handler-kit {args.webhook_path}")
+    sides = _webhook_sides(args.webhook_path, lg, log_dir, args)
+    rows = compare_servers(WEBHOOK, sides, args.conns, b"deny", lg, args)
+    if args.webhook_path != ALL_ROUTE:
+        log(f"\n== webhook: raw-ASGI baseline vs handler-kit {ALL_ROUTE} (every handler, merged)")
+        sides = _webhook_sides(ALL_ROUTE, lg, log_dir, args)
+        rows.update(compare_servers(WEBHOOK_ALL, sides, [ALL_CONNECTIONS], b"deny", lg, args))
+    return rows
+
+
+def _webhook_sides(path: str, lg: LoadGenerator, log_dir: Path, args) -> list[Side]:
+    """The raw function (any path but /healthz answers the deny) and handler-kit on ``path``."""
     base = Side(
         "base", "baseline (raw ASGI)", "/hooks", payload.WEBHOOK_HEADERS, payload.EVENT_BODY
     )
@@ -420,13 +436,13 @@ def run_webhook(args, lg: LoadGenerator, log_dir: Path) -> dict:
     )
     hk = Side(
         "handler_kit",
-        "handler-kit webhook",
-        args.webhook_path,
+        "handler-kit webhook" if path != ALL_ROUTE else f"handler-kit {ALL_ROUTE}",
+        path,
         payload.WEBHOOK_HEADERS,
         payload.EVENT_BODY,
     )
     _handler_kit_server(hk, WEBHOOK, lg, log_dir, args.serve_arg)
-    return compare_servers(WEBHOOK, [base, hk], args.conns, b"deny", lg, args)
+    return [base, hk]
 
 
 def run_mcp(args, lg: LoadGenerator, log_dir: Path) -> dict:
@@ -953,6 +969,21 @@ def targets(rows: dict) -> list[dict]:
                 "<=",
                 TARGET_WEBHOOK_CPU,
             )
+    for row in (r for r in rows.values() if r["section"] == WEBHOOK_ALL):
+        add(
+            f"webhook {ALL_ROUTE} req/s vs baseline @{row['connections']}",
+            row["ratio"]["rps"],
+            ">=",
+            TARGET_WEBHOOK_RPS,
+            capacity(row),
+            row.get("round_ratios", {}).get("rps"),
+        )
+        add(
+            f"webhook {ALL_ROUTE} CPU per request vs baseline @{row['connections']}",
+            row["ratio"]["cpu_per_req"],
+            "<=",
+            TARGET_WEBHOOK_CPU,
+        )
     mcp_rows = [r for k, r in rows.items() if r["section"] == MCP]
     if mcp_rows:
         pick = rows.get("mcp_c16") or max(mcp_rows, key=lambda r: r["connections"])
@@ -1077,7 +1108,7 @@ def print_report(result: dict) -> None:
         f"{'row':<16}{'side':<24}{'req/s':>10}{'p50 ms':>10}{'p99 ms':>10}"
         f"{'cpu us/req':>12}{'util':>6}  status"
     )
-    for section in (WEBHOOK, MCP, AUDIT, SHADOW):
+    for section in (WEBHOOK, WEBHOOK_ALL, MCP, AUDIT, SHADOW):
         keys = [k for k in rows if rows[k]["section"] == section]
         if not keys:
             continue

@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-SERVER_ROWS = ["webhook_c1", "webhook_c16", "webhook_c64", "mcp_c1", "mcp_c16"]
+SERVER_ROWS = ["webhook_c1", "webhook_c16", "webhook_c64", "webhook_all_c16", "mcp_c1", "mcp_c16"]
 AUDIT_ROWS = ["audit_jsonl", "audit_sqlite", "audit_durable", "audit_postgres"]
 MEMORY_ROWS = ["memory_webhook", "memory_mcp"]
 
