@@ -21,6 +21,7 @@ import pytest
 
 from handler_kit import (
     EVENT_MODELS,
+    Answer,
     HookApp,
     Output,
     PreToolUse,
@@ -1073,6 +1074,193 @@ def test_an_answer_at_its_deadline_is_on_time_one_after_it_is_late(hooks, clock,
         assert record.getMessage().startswith("answers answered 1.9 s after the answer began")
 
 
+def _does(what: str, clock: _Clock):
+    """What a handler of the table below does once it runs: a quarter second passes on the
+    answer path's clock, then it answers or raises."""
+    clock.now = 1000.25
+    if what == "raise":
+        raise RuntimeError("database down")
+    if what == "deny":
+        return deny("no")
+    if what == "allow":
+        return allow()
+    if what == "block":
+        return block("not here")
+    return "noted" if what == "context" else None
+
+
+# (event, fail_closed, what the handler does, the answer, and the invocation's status, output
+# fields and error, and what is logged): the same whichever way the handler runs
+RUNS = [
+    (
+        "PreToolUse",
+        False,
+        "deny",
+        {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": "no",
+            }
+        },
+        Status.OK,
+        {"decision": "deny", "reason": "no"},
+        None,
+        [],
+    ),
+    (
+        "PreToolUse",
+        False,
+        "allow",
+        {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}},
+        Status.OK,
+        {"decision": "allow"},
+        None,
+        [],
+    ),
+    ("PreToolUse", False, "nothing", {}, Status.OK, {}, None, []),
+    (
+        "UserPromptSubmit",
+        False,
+        "context",
+        {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": "noted"}},
+        Status.OK,
+        {"context": "noted"},
+        None,
+        [],
+    ),
+    (
+        "UserPromptSubmit",
+        False,
+        "block",
+        {"decision": "block", "reason": "not here"},
+        Status.OK,
+        {"decision": "block", "reason": "not here"},
+        None,
+        [],
+    ),
+    (
+        "PostToolUse",
+        False,
+        "raise",
+        {},
+        Status.ERROR,
+        None,
+        "RuntimeError: database down",
+        [(logging.ERROR, "handler gate failed on PostToolUse")],
+    ),
+    (
+        "PreToolUse",
+        True,
+        "raise",
+        {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": "Blocked by policy: the check 'gate' failed, and it "
+                "is configured to fail closed.",
+            }
+        },
+        Status.FAIL_CLOSED,
+        None,
+        "RuntimeError: database down",
+        [(logging.ERROR, "handler gate failed on PreToolUse")],
+    ),
+]
+
+
+@pytest.mark.parametrize("kind", ["await-free", "awaiting", "sync"])
+@pytest.mark.parametrize(
+    ("event", "fail_closed", "what", "expected", "status", "fields", "error", "logged"),
+    RUNS,
+    ids=[f"{event}-{what}{'-fail_closed' if closed else ''}" for event, closed, what, *_ in RUNS],
+)
+def test_each_run_of_a_handler_is_answered_timed_and_logged_whichever_way_it_runs(
+    hooks, clock, caplog, kind, event, fail_closed, what, expected, status, fields, error, logged
+):
+    """An async handler that cannot suspend is awaited as it is, any other under a timer; a
+    plain answer (a permission decision, no opinion) is sent without the checks a rewrite,
+    context or block gets. Each way gives the same answer, the same invocation (its latency
+    counted from the answer's start, in milliseconds) and logs the same failure."""
+    caplog.set_level(logging.DEBUG, logger="handler_kit")
+    if kind == "await-free":
+
+        async def gate(event):
+            return _does(what, clock)
+
+    elif kind == "awaiting":
+
+        async def gate(event):
+            await asyncio.sleep(0)
+            return _does(what, clock)
+
+    else:
+
+        def gate(event):
+            return _does(what, clock)
+
+    hooks.on(event, fail_closed=fail_closed)(gate)
+    handler = hooks.by_name["gate"]
+    assert handler.awaits_nothing is (kind == "await-free")
+    result = answer(hooks, {"hook_event_name": event, "tool_name": "issue_refund"})
+    assert result.output == expected
+    [invocation] = result.invocations
+    assert (invocation.handler, invocation.status, invocation.error, invocation.latency_ms) == (
+        handler,
+        status,
+        error,
+        250.0,
+    )
+    assert invocation.output == (None if fields is None else Output(**fields))
+    assert [(r.levelno, r.getMessage()) for r in caplog.records] == logged
+    for record in caplog.records:  # the traceback is the handler's own
+        assert record.exc_info is not None
+        assert (type(record.exc_info[1]), record.exc_info[1].args) == (
+            RuntimeError,
+            ("database down",),
+        )
+
+
+def test_a_deadline_counts_from_the_answers_start_so_a_handler_started_late_has_less(
+    hooks, clock, caplog
+):
+    """Two handlers of one event share the answer's start: when the first holds the event loop
+    (an async handler that never awaits) past the second's deadline, the second is cut at its
+    first await, its failure policy answers, and nothing is logged for it (it was not late: it
+    never answered)."""
+    caplog.set_level(logging.DEBUG, logger="handler_kit")
+    reached: list[str] = []
+
+    @hooks.user_prompt_submit(timeout=5)
+    async def holds_the_loop(event):
+        clock.now = 1001.0
+        return "computed"
+
+    @hooks.user_prompt_submit(timeout=1, fail_closed=True)
+    async def gate(event):
+        reached.append("started")
+        await asyncio.sleep(0)
+        reached.append("past its first await")
+        return "fine"
+
+    result = answer(hooks, {"hook_event_name": "UserPromptSubmit", "prompt": "hi"})
+    assert [(i.handler.name, i.status, i.error, i.latency_ms) for i in result.invocations] == [
+        ("holds_the_loop", Status.OK, None, 1000.0),
+        ("gate", Status.FAIL_CLOSED, "handler did not answer in time", 1000.0),
+    ]
+    assert result.output == {
+        "decision": "block",
+        "reason": "Blocked by policy: the check 'gate' did not answer in time, and it is "
+        "configured to fail closed.",
+        "hookSpecificOutput": {
+            "hookEventName": "UserPromptSubmit",
+            "additionalContext": "computed",
+        },
+    }
+    assert reached == ["started"]
+    assert caplog.records == []
+
+
 def test_a_failing_observer_is_logged_and_the_answer_stands(hooks, caplog):
     caplog.set_level(logging.ERROR, logger="handler_kit")
 
@@ -1090,6 +1278,59 @@ def test_a_failing_observer_is_logged_and_the_answer_stands(hooks, caplog):
     [record] = caplog.records
     assert record.getMessage() == f"observer {broken!r} failed"
     assert record.exc_info[1].args == ("observer down",)
+
+
+def test_an_answer_is_observed_then_committed_with_one_context_and_the_last_commit_is_sent(
+    hooks,
+):
+    """Observers see the answer first, then each committer in turn gets the answer the one
+    before it gave back, with the caller's transport ("direct" for none) and one context: the
+    caller's dict, or one new dict, so a committer finds what an observer left there."""
+    seen: list[tuple[str, object, str, dict]] = []
+
+    def observe(answer, transport, context):
+        seen.append(("observer", answer.output, transport, dict(context)))
+        context["observed"] = True
+
+    def committer(label):
+        async def commit(answer, transport, context):
+            seen.append((label, answer.output, transport, dict(context)))
+            return Answer(answer.event, {**answer.output, label: True}, answer.invocations)
+
+        return commit
+
+    app = hooks.extended(observers=[observe], committers=[committer("first"), committer("last")])
+
+    @app.pre_tool_use()
+    def gate(event):
+        return deny("no")
+
+    denied = {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": "no",
+        }
+    }
+    result = answer(app, PRE)
+    assert result.output == {**denied, "first": True, "last": True}
+    assert [i.handler.name for i in result.invocations] == ["gate"]
+    assert seen == [
+        ("observer", denied, "direct", {}),
+        ("first", denied, "direct", {"observed": True}),
+        ("last", {**denied, "first": True}, "direct", {"observed": True}),
+    ]
+
+    seen.clear()
+    given = {"request": "r-1"}
+    result = asyncio.run(app.answer(parse_event(PRE), transport="mcp", context=given))
+    assert result.output == {**denied, "first": True, "last": True}
+    assert seen == [
+        ("observer", denied, "mcp", {"request": "r-1"}),
+        ("first", denied, "mcp", {"request": "r-1", "observed": True}),
+        ("last", {**denied, "first": True}, "mcp", {"request": "r-1", "observed": True}),
+    ]
+    assert given == {"request": "r-1", "observed": True}  # the caller's own dict
 
 
 def test_a_sync_handler_sees_the_callers_context_variables(hooks):

@@ -298,6 +298,11 @@ def test_a_given_hook_event_name_replaces_the_events_in_its_place():
     assert out.render("UserPromptSubmit") == {
         "hookSpecificOutput": {"hookEventName": "Renamed", "additionalContext": "c"}
     }
+    # given alone, it is sent alone: the handler asked for the object
+    for name in ("Renamed", "UserPromptSubmit"):
+        assert Output(specific={"hookEventName": name}).render("UserPromptSubmit") == {
+            "hookSpecificOutput": {"hookEventName": name}
+        }
 
 
 # -- 10,000-character cap ------------------------------------------------------------------
