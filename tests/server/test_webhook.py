@@ -348,7 +348,10 @@ def test_hanging_handler_fail_open_is_500_timeout_after_the_deadline(http):
         "/hooks", json={"hook_event_name": "PostToolUse", "tool_name": "hang_tool"}
     )
     elapsed = time.monotonic() - started
-    error_body(response, 500, "handler_timeout")
+    assert error_body(response, 500, "handler_timeout") == {
+        "error": "handler_timeout",
+        "message": "the handler did not answer in time",
+    }
     assert elapsed >= server_deadline(HANG_OPEN_TIMEOUT)
 
 
