@@ -581,7 +581,10 @@ class HookApp(EventDecorators):
         call: Callable[[], Awaitable[Output]] = innermost
         for wrapper in reversed(self.wrappers):
             call = _bind(wrapper, handler, event, call)
-        return await call()
+        # what the outermost wrapper returns is the handler's answer: checked as a handler's
+        # return value is, so a wrapper cannot send what the event cannot carry, nor fail
+        # outside the handler's failure policy by returning something that is not an output
+        return normalize(event.hook_event_name, await call())
 
     @staticmethod
     def _failed(handler: Handler, status: Status, error: str, started: float) -> Invocation:
@@ -602,8 +605,8 @@ class HookApp(EventDecorators):
             if inv.status is Status.FAIL_CLOSED:
                 results.append(Failure(fail_closed=True, notice=fail_closed_notice(inv)))
             elif inv.output is None:
-                ok = inv.status is Status.OK or inv.status is Status.LOOP_GUARDED
-                results.append(None if ok else Failure())
+                # no opinion, or a failure that does not fail closed: neither adds to the merge
+                results.append(None)
             else:
                 results.append(inv.output)
         return merge(name, results).to_output().render(name)

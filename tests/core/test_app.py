@@ -746,6 +746,106 @@ def test_wrappers_run_outermost_first_around_each_handler_with_its_event(hooks):
     ]
 
 
+def _returning(value):
+    """A wrapper that runs the handler, then answers ``value`` in its place."""
+
+    async def wrapper(handler, event, call):
+        await call()
+        return value
+
+    return wrapper
+
+
+SESSION_START = {"hook_event_name": "SessionStart", "source": "startup"}
+
+
+GATE_DENIED = {
+    "hookSpecificOutput": {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "deny",
+        "permissionDecisionReason": "Blocked by policy: the check 'gate' failed, and it is "
+        "configured to fail closed.",
+    }
+}
+
+
+@pytest.mark.parametrize(
+    ("data", "value", "status", "output", "error"),
+    [
+        # an output its event cannot carry: the handler's error, not the runtime's surprise
+        (
+            SESSION_START,
+            deny("no"),
+            Status.ERROR,
+            {},
+            "start returned an answer SessionStart cannot carry: SessionStart cannot carry a "
+            "permission decision (deny)",
+        ),
+        # not an output at all, from a fail-closed gate: its failure policy answers
+        (
+            PRE,
+            ["deny"],
+            Status.FAIL_CLOSED,
+            GATE_DENIED,
+            "gate returned an answer PreToolUse cannot carry: a handler returns None, a str, a "
+            "helper's output or a dict, not list",
+        ),
+        # what a handler may return, a wrapper may too: read as a handler's value is
+        (
+            SESSION_START,
+            "Be brief.",
+            Status.OK,
+            {
+                "hookSpecificOutput": {
+                    "hookEventName": "SessionStart",
+                    "additionalContext": "Be brief.",
+                }
+            },
+            None,
+        ),
+        (
+            PRE,
+            {"hookSpecificOutput": {"permissionDecision": "ask"}},
+            Status.OK,
+            {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask"}},
+            None,
+        ),
+    ],
+    ids=["cannot-carry", "not-an-output", "text", "claude-code-json"],
+)
+def test_a_wrappers_answer_is_checked_as_a_handlers_return_value(
+    caplog, hooks, data, value, status, output, error
+):
+    @hooks.session_start()
+    def start(event):
+        return None
+
+    @hooks.pre_tool_use(fail_closed=True)
+    def gate(event):
+        return None
+
+    caplog.set_level(logging.DEBUG, logger="handler_kit")
+    result = answer(hooks.extended(wrappers=[_returning(value)]), data)
+    [invocation] = result.invocations
+    assert (result.output, invocation.status, invocation.error) == (output, status, error)
+    assert [(r.levelno, r.getMessage()) for r in caplog.records] == (
+        [(logging.ERROR, error)] if error else []
+    )
+
+
+def test_a_fail_closed_gate_whose_wrapper_answers_nonsense_denies_over_http(hooks):
+    @hooks.pre_tool_use(fail_closed=True)
+    def gate(event):
+        return None
+
+    with (
+        running_server(hooks.extended(wrappers=[_returning(["deny"])])) as server,
+        server.http(timeout=30) as http,
+    ):
+        response = http.post("/hooks/gate", json=PRE)
+    assert (response.status_code, response.json()) == (200, GATE_DENIED)
+
+
 # -- decoration errors: the handler named, what is wrong said --------------------------------
 
 
