@@ -36,6 +36,7 @@ from handler_kit.core.vocabulary import (
     DEFAULT_THREADS,
     DEFAULT_TIMEOUT,
     DEFAULT_TIMEOUTS,
+    INTERNAL_MESSAGE,
     MAX_TIMEOUTS,
     TIMEOUT_MESSAGE,
     UNREADABLE_MESSAGE,
@@ -316,7 +317,8 @@ class HookApp(EventDecorators):
         """Run ``handlers`` (default: every matching one) on ``event`` and merge their outputs.
 
         Never raises for a handler's failure: that is answered by its policy and recorded in
-        :attr:`Answer.invocations`.
+        :attr:`Answer.invocations`. Nor for an error around the handlers (a wrapper's or a
+        committer's, or handler-kit's own): logged, and answered by each handler's policy too.
         """
         started = time.perf_counter()
         if handlers is None:
@@ -324,29 +326,39 @@ class HookApp(EventDecorators):
         # read once: an event is a pydantic model, whose every attribute read takes the slow
         # way (the model class has __getattr__)
         name = event.hook_event_name
-        if len(handlers) == 1:
-            invocations = [await self._invoke(handlers[0], event, name, started)]
-        elif handlers:
-            import asyncio
+        try:
+            if len(handlers) == 1:
+                invocations = [await self._invoke(handlers[0], event, name, started)]
+            elif handlers:
+                import asyncio
 
-            invocations = list(
-                await asyncio.gather(*(self._invoke(h, event, name, started) for h in handlers))
+                invocations = list(
+                    await asyncio.gather(*(self._invoke(h, event, name, started) for h in handlers))
+                )
+            else:
+                invocations = []
+            if len(invocations) == 1 and invocations[0].output is not None:
+                # one handler that answered: its output is the answer
+                output = invocations[0].output.render(name, checked=True)
+            else:
+                output = self._combine(event, invocations)
+            answer = Answer(event, output, invocations)
+            if self.observers or self.committers:
+                if context is None:
+                    context = {}  # one dict: a committer finds there what an observer left
+                if self.observers:
+                    self._observe(answer, transport, context)
+                for commit in self.committers:
+                    answer = await commit(answer, transport, context)
+        except Exception:
+            # not a handler's failure (each is caught and answered by its policy): a bug of
+            # ours, or of a wrapper or committer. Still each handler's policy answers, so a
+            # fail-closed gate gives its safe decision on every transport, not an error that
+            # the runtime would read as "go ahead".
+            logger.exception("the answer to %s could not be made", name)
+            return self._answer_failed(
+                event, handlers, Status.ERROR, INTERNAL_MESSAGE, transport, context
             )
-        else:
-            invocations = []
-        if len(invocations) == 1 and invocations[0].output is not None:
-            # one handler that answered: its output is the answer
-            output = invocations[0].output.render(name, checked=True)
-        else:
-            output = self._combine(event, invocations)
-        answer = Answer(event, output, invocations)
-        if self.observers or self.committers:
-            if context is None:
-                context = {}  # one dict: a committer finds there what an observer left
-            if self.observers:
-                self._observe(answer, transport, context)
-            for commit in self.committers:
-                answer = await commit(answer, transport, context)
         return answer
 
     def answer_unreadable(

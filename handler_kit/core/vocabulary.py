@@ -38,6 +38,10 @@ UNREADABLE_MESSAGE = "the hook input could not be read"
 # The error of every handler of an answer that was not sent because its audit record could not
 # be committed by the deadline (the durable audit trail): its failure policy answered instead.
 UNRECORDED_MESSAGE = "the answer's audit record could not be committed in time"
+# The error of every handler of an answer that could not be made for a reason of no handler's
+# own (an error in handler-kit, or in a wrapper or committer put around the answer path): each
+# handler's failure policy answers, so a fail-closed gate still gives its safe decision.
+INTERNAL_MESSAGE = "the answer could not be made: an internal error (see the server log)"
 # How deeply a value of a hook input (``tool_input``, ``tool_response``...) may nest objects
 # and arrays, the value itself being level 1 and the input around it not counted. Real values
 # nest a few levels, a dozen at most. It is the depth pydantic-core reads by itself when it

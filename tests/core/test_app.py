@@ -846,6 +846,45 @@ def test_a_fail_closed_gate_whose_wrapper_answers_nonsense_denies_over_http(hook
     assert (response.status_code, response.json()) == (200, GATE_DENIED)
 
 
+def test_an_error_around_the_handlers_is_logged_and_answered_by_their_policy(caplog, hooks):
+    """A committer that raises (a bug of handler-kit's would be the same): not the handler's
+    failure, but its failure policy answers, and the observers see what is sent."""
+
+    @hooks.pre_tool_use(fail_closed=True)
+    def gate(event):
+        return allow("fine")
+
+    async def broken(answer, transport, context):
+        raise RuntimeError("the committer broke")
+
+    seen = []
+    app = hooks.extended(observers=[lambda a, t, c: seen.append(a.output)], committers=[broken])
+    caplog.set_level(logging.DEBUG, logger="handler_kit")
+    result = answer(app, PRE)
+    assert result.output == GATE_DENIED
+    assert [(i.handler.name, i.status, i.error) for i in result.invocations] == [
+        (
+            "gate",
+            Status.FAIL_CLOSED,
+            "the answer could not be made: an internal error (see the server log)",
+        )
+    ]
+    # the answer first made, then the one sent instead (the audit trail keeps the latest)
+    assert seen == [
+        {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "allow",
+                "permissionDecisionReason": "fine",
+            }
+        },
+        GATE_DENIED,
+    ]
+    assert [(r.levelno, r.getMessage(), r.exc_info[0]) for r in caplog.records] == [
+        (logging.ERROR, "the answer to PreToolUse could not be made", RuntimeError)
+    ]
+
+
 # -- decoration errors: the handler named, what is wrong said --------------------------------
 
 

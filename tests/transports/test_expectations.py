@@ -208,6 +208,52 @@ def test_server_transports(case: str, shape: str, servers: dict[tuple[str, str],
     assert got == {"/hooks/h": want, "/hooks": want, "mcp": mcp}
 
 
+@pytest.mark.parametrize("gate", ["closed", "open"])
+def test_an_error_around_the_handlers_is_answered_by_their_policy_on_every_transport(
+    gate: str,
+) -> None:
+    """Not a handler's failure but one around it (here a committer that raises; a bug of
+    handler-kit's would be the same): the handler's failure policy answers, so a fail-closed
+    gate denies on every transport; a fail-open handler's answer has failed, as when it
+    raises itself. Never the runtime's "go ahead" of a bare 500 or an unexplained error."""
+    app_name = f"tests.support.apps.expectations:app_internal_error_{gate}"
+    app = getattr(expectations, f"app_internal_error_{gate}")
+    data = INPUTS["PreToolUse"]
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    with running_server(app, config=ServerConfig(tokens=[TOKEN])) as server:
+        answers = {
+            route: httpx.post(f"{server.url}{route}", json=data, headers=headers, timeout=30)
+            for route in ("/hooks/h", "/hooks")
+        }
+        got: dict[str, Any] = {route: (r.status_code, r.json()) for route, r in answers.items()}
+        got["mcp"] = _mcp_call(server.url, "pre_nothing")  # the same PreToolUse input
+    command = subprocess.run(
+        [str(HANDLER_KIT), "command", app_name, "--handler", "h"],
+        input=json.dumps(data).encode(),
+        capture_output=True,
+        cwd=REPO,
+        env=clean_env(),
+        timeout=60,
+    )
+    got["command"] = (command.returncode, _stdout_json(command.stdout))
+    if gate == "closed":
+        denied = EXPECTED["pre_raises_closed"]
+        assert got == {
+            "/hooks/h": (200, denied),
+            "/hooks": (200, denied),
+            "mcp": (False, denied),
+            "command": (0, denied),
+        }
+    else:
+        failed = {"error": "handler_failed", "message": "the handler failed; see the server log"}
+        assert got == {
+            "/hooks/h": (500, failed),
+            "/hooks": (500, failed),
+            "mcp": (True, "The handler 'h' failed; see the server log."),
+            "command": (1, {}),
+        }
+
+
 def _forward(url: str, case: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
         [str(HANDLER_KIT), "forward", f"{url}/hooks/h", "--timeout", "10"],

@@ -85,3 +85,24 @@ def _app(case: str, shape: str) -> HookApp:
 for _case in BEHAVIOURS:
     for _shape in SHAPES:
         globals()[f"app_{_case}_{_shape}"] = _app(_case, _shape)
+
+
+# An error around the handlers, not in one: a committer (what the durable audit trail puts
+# around the answer path) that raises. The handler itself answers allow; its failure policy
+# must answer instead, on every transport.
+async def _broken_committer(answer: Any, transport: str, context: Any) -> Any:
+    raise RuntimeError("the committer broke")
+
+
+def _broken(fail_closed: bool) -> HookApp:
+    app = HookApp(f"expect-internal-{'closed' if fail_closed else 'open'}")
+
+    @app.pre_tool_use(matcher="Bash", name="h", fail_closed=fail_closed)
+    def h(event: Any) -> Output:
+        return Output(decision="allow", reason="fine")
+
+    return app.extended(committers=[_broken_committer])
+
+
+app_internal_error_closed = _broken(fail_closed=True)
+app_internal_error_open = _broken(fail_closed=False)
