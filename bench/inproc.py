@@ -20,6 +20,13 @@ Two ways to read it:
   interpreter's own loop costs more time than one of a C parser's (``bench/README.md``,
   "Where the wall time goes").
 
+``--connections K`` (with or without ``--protocol``) loads K in-memory keep-alive connections
+the way wrk does: each connection has its own transport and protocol instance, as uvicorn
+makes per socket; all send at once and each sends its next request when its answer is
+complete, so up to K requests are in flight (``--collections`` prints the garbage collector's
+runs between the markers). Without it, one connection and one request at a time, as every
+figure before it: the two drivers' own costs differ (``bench/README.md``).
+
 ``--mcp`` sends the same event as the MCP ``tools/call`` a real mcp 2.3 client sends
 (``POST /mcp`` with ``bench.payload.MCP_HEADERS`` and ``MCP_BODY``) to the same app instead.
 
@@ -31,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import gc
 import os
 import tempfile
@@ -43,6 +51,7 @@ APP = "example_servers.refund_gate:app"
 PATH = "/hooks/refund_gate"
 _ROUTE = PATH  # the handler's own route; ``--path=/hooks`` sends the same request to the other
 MCP_PATH = "/mcp"
+COLLECTIONS = False  # --collections: count the collector's runs between the markers
 
 
 def _target(mcp: bool) -> tuple[str, list[tuple[bytes, bytes]], bytes]:
@@ -164,8 +173,14 @@ async def _run(
     timed: bool = False,
     protocol: bool = False,
     mcp: bool = False,
+    connections: int | None = None,
 ) -> list[bytes]:
     lifespan = getattr(app, "lifespan", None)
+    if connections is not None:
+        if side == "baseline" or lifespan is None:
+            return await _drive_connections(side, app, requests, warmup, mcp, connections)
+        async with lifespan():
+            return await _drive_connections(side, app, requests, warmup, mcp, connections)
     if protocol:
         if side == "baseline" or lifespan is None:
             return await _drive_protocol(side, app, requests, warmup, mcp)
@@ -202,6 +217,7 @@ def run(
     timed: bool = False,
     protocol: bool = False,
     mcp: bool = False,
+    connections: int | None = None,
 ) -> None:
     if mcp and side == "baseline":
         raise SystemExit("--mcp: the baseline has no MCP endpoint (plain SDK: bench/servers)")
@@ -214,7 +230,7 @@ def run(
             runner = uvloop.run
         except ImportError:
             runner = asyncio.run
-        sent = runner(_run(app, side, requests, warmup, profile, timed, protocol, mcp))
+        sent = runner(_run(app, side, requests, warmup, profile, timed, protocol, mcp, connections))
     if requests and (
         len(sent) != requests or b"deny" not in sent[-1] or b'"isError":true' in sent[-1]
     ):
@@ -224,10 +240,11 @@ def run(
 class _Transport:
     """The socket's side of a connection, in memory: what the protocol writes is counted."""
 
-    def __init__(self, done: Any) -> None:
+    def __init__(self, done: Any, port: int = 50000) -> None:
         self.done = done
         self.closing = False
         self.responses = 0
+        self.peername = ("127.0.0.1", port)
 
     def write(self, data: bytes) -> None:
         if b'"isError":true' in data:
@@ -237,9 +254,7 @@ class _Transport:
             self.done()
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return {"peername": ("127.0.0.1", 50000), "sockname": ("127.0.0.1", 8000)}.get(
-            name, default
-        )
+        return {"peername": self.peername, "sockname": ("127.0.0.1", 8000)}.get(name, default)
 
     def is_closing(self) -> bool:
         return self.closing
@@ -273,13 +288,11 @@ def _request_bytes(mcp: bool = False) -> bytes:
     return head.encode() + EVENT_BODY
 
 
-async def _drive_protocol(
-    side: str, app: Any, requests: int, warmup: int, mcp: bool = False
-) -> list[bytes]:
-    """Requests as bytes into uvicorn's protocol (the one each server runs: the stock one for
-    the baseline, handler-kit's subclass with ``handler-kit serve``'s options), one
-    keep-alive connection, one request at a time: HTTP parsing, the ASGI cycle, the app."""
+def _protocol_factory(side: str, app: Any) -> Any:
+    """A new connection's protocol, as each server makes one per socket: the stock one and
+    options for the baseline, handler-kit's subclass with ``handler-kit serve``'s options."""
     import uvicorn
+    from uvicorn.server import ServerState
 
     loop = asyncio.get_running_loop()
     if side == "baseline":
@@ -305,8 +318,24 @@ async def _drive_protocol(
             ),
         )
     config.load()
-    from uvicorn.server import ServerState
+    # one server state for all of a worker's connections (its connection and task sets)
+    state = ServerState()
 
+    def connection() -> Any:
+        return config.http_protocol_class(  # type: ignore[call-arg]
+            config=config, server_state=state, app_state={}, _loop=loop
+        )
+
+    return connection
+
+
+async def _drive_protocol(
+    side: str, app: Any, requests: int, warmup: int, mcp: bool = False
+) -> list[bytes]:
+    """Requests as bytes into uvicorn's protocol (the one each server runs: the stock one for
+    the baseline, handler-kit's subclass with ``handler-kit serve``'s options), one
+    keep-alive connection, one request at a time: HTTP parsing, the ASGI cycle, the app."""
+    loop = asyncio.get_running_loop()
     waiter: asyncio.Future[None] | None = None
 
     def done() -> None:
@@ -314,9 +343,7 @@ async def _drive_protocol(
             waiter.set_result(None)
 
     transport = _Transport(done)
-    protocol = config.http_protocol_class(  # type: ignore[call-arg]
-        config=config, server_state=ServerState(), app_state={}, _loop=loop
-    )
+    protocol = _protocol_factory(side, app)()
     protocol.connection_made(transport)
     data = _request_bytes(mcp)
 
@@ -337,7 +364,108 @@ async def _drive_protocol(
     return [b"deny"] * requests
 
 
-def opcodes(side: str, requests: int, protocol: bool, mcp: bool, audit: str | None) -> None:
+class _Connections:
+    """``connections`` keep-alive connections loaded the way wrk loads a server: each sends
+    its next request once its answer is complete, so up to ``connections`` requests are in
+    flight. The next request arrives in a later pass of the event loop (``call_soon``), as a
+    socket's bytes do: the loop's pass over its ready callbacks serves the answers of every
+    connection whose request came in the pass before."""
+
+    def __init__(self, side: str, app: Any, connections: int, data: bytes) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.data = data
+        self.to_send = 0
+        self.to_answer = 0
+        self.finished: asyncio.Future[None] | None = None
+        new = _protocol_factory(side, app)
+        self.protocols = []
+        for number in range(connections):
+            # a port of its own each, as a client's sockets have
+            transport = _Transport(functools.partial(self._answered, number), 50000 + number)
+            protocol = new()
+            protocol.connection_made(transport)
+            self.protocols.append(protocol)
+
+    async def load(self, requests: int) -> None:
+        """Send ``requests`` requests over the connections and wait for every answer."""
+        self.to_send, self.to_answer = requests, requests
+        self.finished = self.loop.create_future()
+        for protocol in self.protocols[:requests]:
+            self.to_send -= 1
+            protocol.data_received(self.data)
+        if requests:
+            await self.finished
+        # the last cycles' end (on_response_complete, the tasks' done callbacks)
+        await asyncio.sleep(0)
+
+    def _answered(self, number: int) -> None:
+        self.to_answer -= 1
+        if self.to_send:
+            self.to_send -= 1
+            self.loop.call_soon(self._send, number)
+        elif not self.to_answer and self.finished is not None:
+            self.finished.set_result(None)
+
+    def _send(self, number: int) -> None:
+        protocol = self.protocols[number]
+        if protocol.transport.is_closing():  # refused (a 4xx or 5xx answer), or closed
+            if self.finished is not None and not self.finished.done():
+                self.finished.set_exception(SystemExit(f"connection {number} was closed"))
+            return
+        protocol.data_received(self.data)
+
+
+class _Collections:
+    """The cyclic collector's runs by generation between the markers (``--collections``):
+    printed per 1,000 requests, with the objects each generation held when it ran."""
+
+    def __init__(self) -> None:
+        self.runs = [0, 0, 0]
+        self.walked = [0, 0, 0]
+        gc.callbacks.append(self._count)
+
+    def _count(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            generation = info["generation"]
+            self.runs[generation] += 1
+            # what this collection walks: its generation and the younger ones
+            self.walked[generation] += sum(len(gc.get_objects(g)) for g in range(generation + 1))
+
+    def stop(self, requests: int) -> None:
+        gc.callbacks.remove(self._count)
+        per = 1000 / max(requests, 1)
+        each = [walked / max(runs, 1) for walked, runs in zip(self.walked, self.runs, strict=True)]
+        runs = ", ".join(
+            f"gen{g} {self.runs[g] * per:.1f} ({each[g]:,.0f} objects)" for g in range(3)
+        )
+        print(f"collections per 1,000 requests: {runs}; {len(gc.get_objects(2)):,} in gen2")
+
+
+async def _drive_connections(
+    side: str, app: Any, requests: int, warmup: int, mcp: bool, connections: int
+) -> list[bytes]:
+    """:func:`_drive_protocol` over ``connections`` connections at once (:class:`_Connections`)."""
+    load = _Connections(side, app, connections, _request_bytes(mcp))
+    await load.load(warmup)
+    counts = _Collections() if COLLECTIONS else None
+    os.getppid()
+    await load.load(requests)
+    os.getpgrp()
+    if counts is not None:
+        counts.stop(requests)
+    if any(protocol.transport.is_closing() for protocol in load.protocols):
+        raise SystemExit(f"{side}: a connection was closed")
+    return [b"deny"] * requests
+
+
+def opcodes(
+    side: str,
+    requests: int,
+    protocol: bool,
+    mcp: bool,
+    audit: str | None,
+    connections: int | None = None,
+) -> None:
     """Print the Python opcodes per request, in all and by module (the most first); the
     harness's own (this module's in-memory socket) are left out. Those of the thread that
     serves (the event loop's): with ``audit``, the trail's writer thread is not counted."""
@@ -359,7 +487,16 @@ def opcodes(side: str, requests: int, protocol: bool, mcp: bool, audit: str | No
     os.getppid = lambda: sys.settrace(tracer)  # type: ignore[assignment,misc,func-returns-value]
     os.getpgrp = lambda: sys.settrace(None)  # type: ignore[assignment,misc,func-returns-value]
     try:
-        run(side, requests, warmup=200, audit=audit, profile=False, protocol=protocol, mcp=mcp)
+        run(
+            side,
+            requests,
+            warmup=200,
+            audit=audit,
+            profile=False,
+            protocol=protocol,
+            mcp=mcp,
+            connections=connections,
+        )
     finally:
         os.getppid, os.getpgrp = marks
     print(f"{side} {PATH}: {sum(counts.values()) / requests:,.0f} opcodes per request")
@@ -375,9 +512,12 @@ def instructions(
     warmup: int,
     protocol: bool = False,
     mcp: bool = False,
+    connections: int | None = None,
 ) -> float:
     """Instructions per request under callgrind, counted between the two markers only."""
     argv = ["bench.inproc", side, str(requests), f"--warmup={warmup}"]
+    if connections is not None:
+        argv.append(f"--connections={connections}")
     if audit:
         argv.append(f"--audit={audit}")
     if protocol:
@@ -390,7 +530,7 @@ def instructions(
 
 
 def main(argv: list[str] | None = None) -> None:
-    global PATH
+    global PATH, COLLECTIONS
     parser = argparse.ArgumentParser(prog="python -m bench.inproc")
     parser.add_argument("side", choices=("handler_kit", "baseline"))
     parser.add_argument("requests", type=int)
@@ -415,20 +555,43 @@ def main(argv: list[str] | None = None) -> None:
         help="send the MCP tools/call a real client sends (POST /mcp) instead of the webhook's",
     )
     parser.add_argument(
+        "--connections",
+        type=int,
+        metavar="K",
+        help="K keep-alive connections at once, each sending its next request when its answer "
+        "is complete (as wrk does): up to K requests in flight (implies --protocol)",
+    )
+    parser.add_argument(
+        "--collections",
+        action="store_true",
+        help="with --connections: print the garbage collector's runs per 1,000 requests",
+    )
+    parser.add_argument(
         "--path",
         default=PATH,
         help="the webhook route to send to: /hooks/refund_gate (default) or /hooks",
     )
     args = parser.parse_args(argv)
+    if args.connections is not None and args.connections < 1:
+        parser.error("--connections must be at least 1")
     PATH = args.path
+    COLLECTIONS = args.collections
     if args.opcodes:
-        opcodes(args.side, args.requests, args.protocol, args.mcp, args.audit)
+        opcodes(args.side, args.requests, args.protocol, args.mcp, args.audit, args.connections)
         return
     if args.instructions:
         per = instructions(
-            args.side, args.requests, args.audit, args.warmup, args.protocol, args.mcp
+            args.side,
+            args.requests,
+            args.audit,
+            args.warmup,
+            args.protocol,
+            args.mcp,
+            args.connections,
         )
         where = "protocol+app" if args.protocol else "app"
+        if args.connections is not None:
+            where = f"protocol+app, {args.connections} connections"
         what = " mcp" if args.mcp else f" {PATH}" if args.side == "handler_kit" else ""
         print(f"{args.side}{what} audit={args.audit} {where}: {per:,.0f} instructions per request")
         return
@@ -441,6 +604,7 @@ def main(argv: list[str] | None = None) -> None:
         timed=args.time,
         protocol=args.protocol,
         mcp=args.mcp,
+        connections=args.connections,
     )
 
 
