@@ -293,6 +293,22 @@ def test_top_level_decisions_are_read_as_the_runtime_reads_them(event, value, ex
     assert parse_output(event, value) == expected
 
 
+def test_another_servers_output_keeps_the_specific_fields_it_does_not_read():
+    """A field of PreToolUse's hookSpecificOutput that handler-kit does not know (a runtime's
+    newer one, from the server a forwarder asks) is passed on as it came, beside the ones it
+    reads."""
+    data = {"hookSpecificOutput": {"permissionDecision": "allow", "futureField": {"n": 1}}}
+    out = parse_output("PreToolUse", data)
+    assert (out.decision, out.specific) == ("allow", {"futureField": {"n": 1}})
+    assert out.render("PreToolUse") == {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "allow",
+            "futureField": {"n": 1},
+        }
+    }
+
+
 def test_a_given_hook_event_name_replaces_the_events_in_its_place():
     out = Output(context="c", specific={"hookEventName": "Renamed"})
     assert out.render("UserPromptSubmit") == {
@@ -493,7 +509,8 @@ BAD_DICTS = [
     (
         "PermissionRequest",
         hso("PermissionRequest", decision={"behavior": "deny", "mesage": "no"}),
-        "hookSpecificOutput.decision has no field 'mesage' (did you mean 'message'?)",
+        "hookSpecificOutput.decision has no field 'mesage' (did you mean 'message'?); it has "
+        "behavior, interrupt, message, updatedInput, updatedPermissions",
     ),
 ]
 

@@ -359,6 +359,29 @@ MESSAGES: list[Any] = [
         [],
         id="found-over-the-cap",
     ),
+    # over the cap in one message, with no length declared (a chunked body uvicorn read
+    # whole): refused once it is in, as one declared over the cap is
+    pytest.param(
+        "POST",
+        "/hooks",
+        [],
+        [part(OVER_CAP, more=False)],
+        sent(413, TOO_LARGE),
+        1,
+        [],
+        id="one-message-over-the-cap",
+    ),
+    # the gate's route: its safe decision, and nothing of the body
+    pytest.param(
+        "POST",
+        "/hooks/gate",
+        [],
+        [part(OVER_CAP, more=False)],
+        sent(200, GATE_UNREADABLE),
+        1,
+        [("webhook", {**OBSERVED, "event_from_body": False, "body": None})],
+        id="one-message-over-the-cap-gate",
+    ),
     # the client went away: nothing to answer, no handler run
     pytest.param("POST", "/hooks", [], [DISCONNECT], [], 1, [], id="disconnect"),
     pytest.param(
