@@ -848,7 +848,8 @@ def test_a_fail_closed_gate_whose_wrapper_answers_nonsense_denies_over_http(hook
 
 def test_an_error_around_the_handlers_is_logged_and_answered_by_their_policy(caplog, hooks):
     """A committer that raises (a bug of handler-kit's would be the same): not the handler's
-    failure, but its failure policy answers, and the observers see what is sent."""
+    failure, but its failure policy answers, and the observers see what is sent, with the
+    caller's transport and context."""
 
     @hooks.pre_tool_use(fail_closed=True)
     def gate(event):
@@ -858,9 +859,12 @@ def test_an_error_around_the_handlers_is_logged_and_answered_by_their_policy(cap
         raise RuntimeError("the committer broke")
 
     seen = []
-    app = hooks.extended(observers=[lambda a, t, c: seen.append(a.output)], committers=[broken])
+    app = hooks.extended(
+        observers=[lambda a, t, c: seen.append((a.output, t, c))], committers=[broken]
+    )
     caplog.set_level(logging.DEBUG, logger="handler_kit")
-    result = answer(app, PRE)
+    context = {"principal": "p"}
+    result = asyncio.run(app.answer(parse_event(PRE), transport="webhook", context=context))
     assert result.output == GATE_DENIED
     assert [(i.handler.name, i.status, i.error) for i in result.invocations] == [
         (
@@ -870,19 +874,38 @@ def test_an_error_around_the_handlers_is_logged_and_answered_by_their_policy(cap
         )
     ]
     # the answer first made, then the one sent instead (the audit trail keeps the latest)
-    assert seen == [
-        {
-            "hookSpecificOutput": {
-                "hookEventName": "PreToolUse",
-                "permissionDecision": "allow",
-                "permissionDecisionReason": "fine",
-            }
-        },
-        GATE_DENIED,
-    ]
+    allowed = {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "allow",
+            "permissionDecisionReason": "fine",
+        }
+    }
+    assert seen == [(allowed, "webhook", context), (GATE_DENIED, "webhook", context)]
+    assert all(c is context for _, _, c in seen)
     assert [(r.levelno, r.getMessage(), r.exc_info[0]) for r in caplog.records] == [
         (logging.ERROR, "the answer to PreToolUse could not be made", RuntimeError)
     ]
+
+
+def test_an_event_no_handler_takes_is_no_opinion_committed_as_any_answer(caplog, hooks):
+    @hooks.stop()
+    def not_this_event(event):
+        return block("never")
+
+    committed = []
+
+    async def commit(answer, transport, context):
+        committed.append((answer.output, answer.invocations, transport))
+        return answer
+
+    caplog.set_level(logging.DEBUG, logger="handler_kit")
+    result = asyncio.run(
+        hooks.extended(committers=[commit]).answer(parse_event(PRE), transport="mcp")
+    )
+    assert (result.output, result.invocations) == ({}, [])
+    assert committed == [({}, [], "mcp")]
+    assert caplog.records == []
 
 
 # -- decoration errors: the handler named, what is wrong said --------------------------------
