@@ -78,10 +78,10 @@ def test_bench_quick_writes_every_row(quick_bench, tmp_path):
     assert rows["forward"]["ratio"]["forward/command"] is not None
 
     verdicts = {t["target"]: t["result"] for t in result["targets"]}
-    # webhook: req/s at 1, 16 and 64 connections, p99 at 16 and 64, CPU at 16; MCP; audit:
-    # req/s of each sink and p99 of each but the durable one; command, forward (twice), memory;
-    # shadow p99 at half the capacity
-    assert len(verdicts) == 6 + 1 + 7 + 1 + 2 + 2 + 1, verdicts
+    # webhook: req/s at 1, 16 and 64 connections, p99 at 16 and 64, CPU at 16; /hooks at 16:
+    # req/s, p99, CPU; MCP; audit: req/s of each sink and p99 of each but the durable one;
+    # command, forward (twice), memory; shadow p99 at half the capacity
+    assert len(verdicts) == 6 + 3 + 1 + 7 + 1 + 2 + 2 + 1, verdicts
     assert any(name.startswith("shadow") for name in verdicts), verdicts
     assert set(verdicts.values()) <= {"PASS", "MISS", "N/A"}
     assert all(t["result"] != "N/A" for t in result["targets"] if "postgres" not in t["target"]), (
