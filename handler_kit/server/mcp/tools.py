@@ -302,8 +302,9 @@ async def answer_tool(
     try:
         answer = await hook_app.answer(event, handlers, transport="mcp", context=context)
     except Exception:
-        # HookApp.answer answers handler failures itself; reaching this is a bug in a wrapper
-        # or the core. Say so generically: the SDK's legacy path would put str(exc) on the wire.
+        # HookApp.answer answers every failure it can itself, a wrapper's or a committer's
+        # included; reaching this is a bug in that answer of last resort. Say so generically:
+        # the SDK's legacy path would put str(exc) on the wire.
         logger.exception("answering %s over MCP failed", handler.name)
         return ToolOutcome(FAILED_MESSAGE.format(name=handler.name), is_error=True)
     return answer
