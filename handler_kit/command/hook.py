@@ -173,7 +173,6 @@ def _answer(
     the input on stdin; ``watchdog`` answers instead if the handlers hold the process past
     their deadline."""
     from handler_kit.core.loader import LoadError, load_app
-    from handler_kit.core.vocabulary import TIMEOUT_MESSAGE
 
     runtime = runtime_of(args)
     try:
@@ -206,6 +205,29 @@ def _answer(
         handlers = [only]
     raw = sys.stdin.buffer.read()
     try:
+        return _answer_input(runtime, app, handlers, raw, watchdog)
+    except CommandError:
+        raise
+    except Exception:
+        # a bug of ours around the answer (a handler's error is answered inside
+        # HookApp.answer): exit 1 would be every runtime's "go ahead" for a gate
+        made = _not_made(runtime, app, handlers, raw)
+        if made is None:
+            raise
+        return (*made, False)
+
+
+def _answer_input(
+    runtime: str,
+    app: HookApp,
+    handlers: list[Handler] | None,
+    raw: bytes,
+    watchdog: _Watchdog | None,
+) -> tuple[int, bytes, str, bool]:
+    """:func:`_answer` once the app is loaded and the input read from stdin."""
+    from handler_kit.core.vocabulary import TIMEOUT_MESSAGE
+
+    try:
         data = _read_input(raw)
         event_name = data.get("hook_event_name")
         if not isinstance(event_name, str) or not event_name:
@@ -215,7 +237,7 @@ def _answer(
                 raise CommandError(f"app {app.name!r} has no handlers for {event_name}")
         elif handlers[0].event != event_name:
             raise CommandError(
-                f"handler {args.handler!r} handles {handlers[0].event}, not {event_name}"
+                f"handler {handlers[0].name!r} handles {handlers[0].event}, not {event_name}"
             )
         event = _validate(event_name, data)
         _name_the_project()
@@ -241,6 +263,44 @@ def _respond(runtime: str, app: HookApp, answer: Answer) -> tuple[int, bytes, st
         name = answer.event.hook_event_name
         return ERROR_EXIT, b"", f"handler-kit: every handler failed on {name} ({failures})"
     return _render(runtime, app, answer)
+
+
+def _not_made(
+    runtime: str, app: HookApp, handlers: list[Handler] | None, raw: bytes
+) -> tuple[int, bytes, str] | None:
+    """The answer when it could not be made around the handlers (a bug of ours, logged
+    here, while reading the input or writing the answer in the runtime's dialect): the failure
+    policy of the handlers that were to answer (the ``--handler`` one, else every handler of
+    the event the input names, whatever their matchers), as for an error around the handlers:
+    a fail-closed gate's safe decision. None without one: the bug's line, exit 1."""
+    import logging
+
+    from handler_kit.core.vocabulary import fail_closed_notice
+
+    logging.getLogger("handler_kit").exception("the answer could not be made")
+    known = top_level_strings(raw, ("hook_event_name", *INPUT_ID_FIELDS))
+    if handlers is None:
+        handlers = app.by_event.get(known.get("hook_event_name", ""), [])
+    if not handlers:
+        return None
+    event_name = handlers[0].event
+    event: Any = event_name
+    # the whole event, for the audit record; what failed may be this reading, and then its
+    # name and ids will do
+    with contextlib.suppress(Exception):
+        event = _validate(event_name, _read_input(raw))
+    answer = app.answer_not_made(
+        event, handlers, transport="command", context={"pid": os.getpid()}, known=known
+    )
+    if answer.failed:  # no fail-closed gate
+        return None
+    try:
+        return _respond(runtime, app, answer)
+    except Exception:
+        # writing the safe decision in the dialect failed too: the block every runtime reads
+        # from a command hook (what `install` appends to a gate's entry)
+        logging.getLogger("handler_kit").exception("the safe decision could not be written")
+        return BLOCK_EXIT, b"", fail_closed_notice(answer.invocations[0])
 
 
 def _read_input(raw: bytes) -> dict[str, Any]:

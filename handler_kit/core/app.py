@@ -388,16 +388,32 @@ class HookApp(EventDecorators):
             event_name,
             problem,
         )
-        # the event as far as it is known: its name and ids, every other field missing
-        model = model_for(event_name)
-        fields: dict[str, Any] = {
-            name: value
-            for name, value in (known or {}).items()
-            if name in model.model_fields and name != "hook_event_name" and isinstance(value, str)
-        }
-        event = model.model_construct(**fields, hook_event_name=event_name)
+        event = _known_event(event_name, known)
         return self._answer_failed(
             event, gates, Status.ERROR, f"{UNREADABLE_MESSAGE} ({problem})", transport, context
+        )
+
+    def answer_not_made(
+        self,
+        event: HookEvent | str,
+        handlers: Sequence[Handler],
+        *,
+        transport: str = "direct",
+        context: dict[str, Any] | None = None,
+        known: Mapping[str, str] | None = None,
+    ) -> Answer:
+        """The answer given when a transport failed to make one around :meth:`answer` (a bug
+        of handler-kit's in reading the input or in writing the answer out): every one of
+        ``handlers`` has failed, each answered by its failure policy, as :meth:`answer` does
+        for an error around the handlers. A fail-closed gate gives its safe decision; otherwise
+        the answer has failed and the transport reports its error. ``event``: the event read,
+        or only its name when it was not (``known``: its ids, as for
+        :meth:`answer_unreadable`), and then the Stop loop guard cannot see
+        ``stop_hook_active``."""
+        if isinstance(event, str):
+            event = _known_event(event, known)
+        return self._answer_failed(
+            event, handlers, Status.ERROR, INTERNAL_MESSAGE, transport, context
         )
 
     def answer_timed_out(
@@ -622,6 +638,18 @@ class HookApp(EventDecorators):
             else:
                 results.append(inv.output)
         return merge(name, results).to_output().render(name)
+
+
+def _known_event(event_name: str, known: Mapping[str, str] | None) -> HookEvent:
+    """The event as far as it is known: its name and the ids that could be read from its
+    input, every other field missing."""
+    model = model_for(event_name)
+    fields: dict[str, Any] = {
+        name: value
+        for name, value in (known or {}).items()
+        if name in model.model_fields and name != "hook_event_name" and isinstance(value, str)
+    }
+    return model.model_construct(**fields, hook_event_name=event_name)
 
 
 def _returned(handler: Handler, event_name: str, value: Any, seconds: float) -> Output:

@@ -34,6 +34,7 @@ from handler_kit.core.app import HookApp
 from handler_kit.core.events import EVENT_MODELS, HookEvent, json_validator, model_for
 from handler_kit.core.vocabulary import (
     INPUT_ID_FIELDS,
+    INTERNAL_MESSAGE,
     MAX_INPUT_DEPTH,
     Answer,
     Handler,
@@ -272,6 +273,7 @@ class Webhook:
     async def serve(self, path: str, scope: Scope, receive: Receive, send: Send) -> None:
         """The ASGI call for ``path``, the request's path below the mount point (known to the
         caller): one coroutine from the request's head to its answer's last byte."""
+        event: HookEvent | None = None
         try:
             plan, headers, raw_event = self._head(path, scope)
             message = await receive()
@@ -298,6 +300,14 @@ class Webhook:
             body = unreadable.body
         except ClientDisconnected:
             return
+        except Exception:
+            # a bug of ours around the answer (a handler's, a wrapper's or a committer's error
+            # is answered inside HookApp.answer): a bare 500 would be the runtime's "go ahead"
+            try:
+                body = self._not_made(path, scope, event)
+            except HTTPError as error:
+                await send_error(send, error)
+                return
         size = len(body)
         length_header = _LENGTH_HEADERS.get(size)
         if length_header is None:
@@ -391,6 +401,37 @@ class Webhook:
             )
         return event
 
+    def _not_made(self, path: str, scope: Scope, event: HookEvent | None) -> bytes:
+        """The body answering a request whose answer could not be made (a bug of ours, logged
+        here): the failure policy of the handlers the route was to run, as for an error around
+        the handlers, so a fail-closed gate gives its safe decision; otherwise, or when the
+        route's handlers cannot be told, the :class:`HTTPError` to send."""
+        logging.getLogger("handler_kit").exception("the answer at %s could not be made", path)
+        plan = self._plans.get(path)
+        if plan is not None and plan.handler is not None:
+            handlers = [plan.handler]
+        else:
+            # POST /hooks: every handler of the event, whatever its matcher (the matching may
+            # be what failed), the event named by the body read or else by the header
+            headers = scope.get("handler_kit.headers") or dict(scope["headers"])
+            raw_event = headers.get(EVENT_HEADER)
+            name = event.hook_event_name if event is not None else None
+            if name is None and raw_event is not None:
+                name = raw_event.decode("latin-1")
+            handlers = self.hook_app.by_event.get(name, []) if name else []
+        if not handlers:
+            raise HTTPError(500, "internal_error", INTERNAL_MESSAGE)
+        # as little of the usual way as can be: the bug may be in any of it
+        answer = self.hook_app.answer_not_made(
+            event if event is not None else handlers[0].event,
+            handlers,
+            transport="webhook",
+            context={"principal": scope.get("handler_kit.principal")},
+        )
+        if answer.failed:
+            raise _handler_failed()
+        return answer.body
+
     def unreadable(
         self, handler: Handler | None, error: HTTPError, scope: Scope, body: bytes = b""
     ) -> NoReturn:
@@ -428,7 +469,7 @@ def _body(answer: Answer, event: HookEvent) -> bytes:
             )
         if answer.timed_out:
             raise HTTPError(500, "handler_timeout", "the handler did not answer in time")
-        raise HTTPError(500, "handler_failed", "the handler failed; see the server log")
+        raise _handler_failed()
     try:
         try:
             return to_json(answer.output)  # Answer.body, without its two Python frames
@@ -438,7 +479,11 @@ def _body(answer: Answer, event: HookEvent) -> bytes:
         logging.getLogger("handler_kit").exception(
             "the answer to %s is not JSON", event.hook_event_name
         )
-        raise HTTPError(500, "handler_failed", "the handler failed; see the server log") from None
+        raise _handler_failed() from None
+
+
+def _handler_failed() -> HTTPError:
+    return HTTPError(500, "handler_failed", "the handler failed; see the server log")
 
 
 def _context(

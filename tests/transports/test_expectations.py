@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import subprocess
+import sys
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -21,6 +22,7 @@ import httpx
 import pytest
 
 from handler_kit.config import OperationsConfig, ServerConfig
+from handler_kit.core.vocabulary import INTERNAL_MESSAGE as INTERNAL
 from handler_kit.testing import running_server
 from tests.support.apps import expectations
 from tests.support.apps.expectations import BEHAVIOURS, SHAPES
@@ -252,6 +254,121 @@ def test_an_error_around_the_handlers_is_answered_by_their_policy_on_every_trans
             "mcp": (True, "The handler 'h' failed; see the server log."),
             "command": (1, {}),
         }
+
+
+# The transport's own code failing around HookApp.answer (a bug of handler-kit's, injected):
+# where it fails -> what the webhook module's function that fails is
+WEBHOOK_BUGS = {"reading the input": "_event", "writing the answer": "_body"}
+FAILED = {"error": "handler_failed", "message": "the handler failed; see the server log"}
+
+
+@pytest.mark.parametrize("where", WEBHOOK_BUGS)
+@pytest.mark.parametrize("gate", ["closed", "open"])
+def test_a_bug_in_the_webhook_around_the_answer_is_answered_by_the_handlers_policy(
+    gate: str, where: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A fail-closed gate denies with 200 (a bare 500 is the runtime's "go ahead"); a
+    fail-open handler's answer has failed, in JSON. On ``POST /hooks`` the handlers are the
+    event's, named by the header when the body was not read."""
+    from handler_kit.server import webhook
+
+    def broken(*args: Any) -> Any:
+        raise RuntimeError("a bug of handler-kit's")
+
+    if where == "reading the input":
+        monkeypatch.setattr(webhook.Webhook, "_event", broken)
+    else:
+        monkeypatch.setattr(webhook, "_body", broken)
+    app = getattr(expectations, f"app_transport_bug_{gate}")
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    named = {**headers, "X-Runbear-Hook-Event": "PreToolUse"}
+    data = INPUTS["PreToolUse"]
+    with running_server(app, config=ServerConfig(tokens=[TOKEN])) as server:
+        got = {
+            (route, header): httpx.post(
+                f"{server.url}{route}",
+                json=data,
+                headers=named if header else headers,
+                timeout=30,
+            )
+            for route in ("/hooks/h", "/hooks")
+            for header in (True, False)
+        }
+    answers = {key: (r.status_code, r.json()) for key, r in got.items()}
+    want = (200, EXPECTED["pre_raises_closed"]) if gate == "closed" else (500, FAILED)
+    # POST /hooks with neither the body read nor the header: whose policy cannot be told
+    unknown = (500, {"error": "internal_error", "message": INTERNAL})
+    assert answers == {
+        ("/hooks/h", True): want,
+        ("/hooks/h", False): want,
+        ("/hooks", True): want,
+        ("/hooks", False): unknown if where == "reading the input" else want,
+    }
+    logged = [r for r in caplog.records if r.getMessage().startswith("the answer at")]
+    assert [r.getMessage() for r in logged] == [
+        "the answer at /hooks/h could not be made",
+        "the answer at /hooks/h could not be made",
+        "the answer at /hooks could not be made",
+        "the answer at /hooks could not be made",
+    ]
+    assert all(r.levelname == "ERROR" and r.exc_info for r in logged)
+
+
+# in a child process: the command hook with one of its own functions broken, then run as the
+# runtime runs it
+BREAK_AND_RUN = """
+import sys
+from handler_kit.command import hook
+def broken(*args, **options):
+    raise RuntimeError("a bug of handler-kit's")
+setattr(hook, sys.argv[1], broken)
+from handler_kit.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def _command_with_a_bug(function: str, app: str, data: dict[str, Any]) -> tuple[int, Any, str]:
+    done = subprocess.run(
+        [sys.executable, "-c", BREAK_AND_RUN, function, "command", app, "--handler", "h"],
+        input=json.dumps(data).encode(),
+        capture_output=True,
+        cwd=REPO,
+        env=clean_env(),
+        timeout=60,
+    )
+    first = done.stderr.decode().splitlines()[0] if done.stderr else ""
+    return done.returncode, _stdout_json(done.stdout), first
+
+
+def test_a_bug_in_the_command_hook_around_the_answer_is_answered_by_the_handlers_policy() -> None:
+    """Reading the input failing: the gate's safe decision in the runtime's JSON; writing the
+    answer failing (so writing the safe decision fails too): the exit 2 block every runtime
+    reads, its reason on stderr. Without a fail-closed gate, the bug's one line and exit 1."""
+    module = "tests.support.apps.expectations"
+    pre = INPUTS["PreToolUse"]
+    runs = {
+        "closed, reading": ("_validate", "app_transport_bug_closed", pre),
+        "closed, writing": ("_respond", "app_transport_bug_closed", pre),
+        "open, reading": ("_validate", "app_transport_bug_open", pre),
+        "open, writing": ("_respond", "app_transport_bug_open", pre),
+    }
+    with ThreadPoolExecutor(max_workers=COMMAND_WORKERS) as pool:
+        futures = {
+            name: pool.submit(_command_with_a_bug, function, f"{module}:{app}", data)
+            for name, (function, app, data) in runs.items()
+        }
+        got = {name: future.result() for name, future in futures.items()}
+    bug = "handler-kit: internal error: RuntimeError: a bug of handler-kit's"
+    logged = (
+        "handler-kit: error: the answer could not be made (RuntimeError: a bug of handler-kit's)"
+    )
+    assert got == {
+        # stderr: the log line (stdout is the answer)
+        "closed, reading": (0, EXPECTED["pre_raises_closed"], logged),
+        "closed, writing": (2, {}, CLOSED),
+        "open, reading": (1, {}, bug),
+        "open, writing": (1, {}, bug),
+    }
 
 
 def _forward(url: str, case: str) -> subprocess.CompletedProcess[bytes]:

@@ -106,3 +106,19 @@ def _broken(fail_closed: bool) -> HookApp:
 
 app_internal_error_closed = _broken(fail_closed=True)
 app_internal_error_open = _broken(fail_closed=False)
+
+
+# Handlers that answer, for the tests that inject a bug of handler-kit's into a transport
+# itself (outside HookApp.answer): the handler's failure policy must answer all the same.
+def _answering(fail_closed: bool) -> HookApp:
+    app = HookApp(f"expect-transport-bug-{'closed' if fail_closed else 'open'}")
+
+    @app.pre_tool_use(matcher="Bash", name="h", fail_closed=fail_closed)
+    def h(event: Any) -> Output:
+        return Output(decision="allow", reason="fine")
+
+    return app
+
+
+app_transport_bug_closed = _answering(fail_closed=True)
+app_transport_bug_open = _answering(fail_closed=False)
