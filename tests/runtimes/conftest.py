@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -147,15 +147,20 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def served(project: Path, app: str) -> Iterator[str]:
-    """``handler-kit serve APP`` in ``project`` on 127.0.0.1 with the bearer token ``TOKEN``;
-    its base URL once ``/readyz`` answers."""
+def served(project: Path, app: str, env: Mapping[str, str] | None = None) -> Iterator[str]:
+    """``handler-kit serve APP`` in ``project`` on 127.0.0.1 with the bearer token ``TOKEN``
+    (``env`` added to its environment); its base URL once ``/readyz`` answers."""
     port = free_port()
     log = (project / "server.log").open("wb")
     process = subprocess.Popen(
         [sys.executable, "-m", "handler_kit", "serve", app, "--port", str(port)],
         cwd=project,
-        env={**os.environ, "HANDLER_KIT_TOKENS": TOKEN, "HANDLER_KIT_HOST": "127.0.0.1"},
+        env={
+            **os.environ,
+            "HANDLER_KIT_TOKENS": TOKEN,
+            "HANDLER_KIT_HOST": "127.0.0.1",
+            **(env or {}),
+        },
         stdin=subprocess.DEVNULL,
         stdout=log,
         stderr=subprocess.STDOUT,
