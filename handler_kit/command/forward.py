@@ -448,10 +448,19 @@ def _complete(received: bytearray) -> bool:
     head = bytes(received[:end])
     if (_header(head, b"transfer-encoding") or b"").lower() == b"chunked":
         return received.endswith(b"\r\n0\r\n\r\n") or len(received) == end + 9
+    length = _content_length(head)
+    return length is not None and len(received) - end - 4 >= length
+
+
+def _content_length(head: bytes) -> int | None:
+    """The Content-Length of a response head, None when it has none that is a number. A
+    number longer than any answer read is kept as one over the cap: Python refuses to convert
+    a string of thousands of digits (a ValueError, which would crash the forwarder: exit 1,
+    which every runtime lets through)."""
     length = _header(head, b"content-length")
     if length is None or not length.isdigit():
-        return False
-    return len(received) - end - 4 >= int(length)
+        return None
+    return int(length) if len(length) <= 12 else MAX_ANSWER_BYTES + 1
 
 
 def _header(head: bytes, name: bytes) -> bytes | None:
@@ -473,7 +482,7 @@ def _parse_response(data: bytes) -> tuple[int, bytes]:
         if (
             len(status_line) < 2
             or not status_line[0].startswith(b"HTTP/")
-            or not status_line[1].isdigit()
+            or not (status_line[1].isdigit() and len(status_line[1]) == 3)
         ):
             raise Failure("the answer is not HTTP")
         status = int(status_line[1])
@@ -483,11 +492,11 @@ def _parse_response(data: bytes) -> tuple[int, bytes]:
         break
     if (_header(head, b"transfer-encoding") or b"").lower() == b"chunked":
         return status, _dechunk(rest)
-    length = _header(head, b"content-length")
-    if length is not None and length.isdigit():
-        if len(rest) < int(length):
+    length = _content_length(head)
+    if length is not None:
+        if len(rest) < length:
             raise Failure("the answer was cut short")
-        return status, rest[: int(length)]
+        return status, rest[:length]
     return status, rest
 
 

@@ -302,8 +302,25 @@ def test_no_answer_within_the_timeout_fails_closed() -> None:
         (b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n{", "the answer was cut short"),
         (b"SSH-2.0-OpenSSH_9.6\r\n", "the answer is not HTTP"),
         (b"", "the server closed the connection without an answer"),
+        # numbers of thousands of digits, which Python refuses to convert (a crash: exit 1)
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Length: " + b"9" * 5000 + b"\r\n\r\n{}",
+            "the answer was cut short",
+        ),
+        (b"HTTP/1.1 " + b"2" * 5000 + b" OK\r\nContent-Length: 2\r\n\r\n{}", "the answer is not HTTP"),
     ],
-    ids=["502", "500", "not JSON", "array", "other event", "cut short", "not HTTP", "closed"],
+    ids=[
+        "502",
+        "500",
+        "not JSON",
+        "array",
+        "other event",
+        "cut short",
+        "not HTTP",
+        "closed",
+        "huge length",
+        "huge status",
+    ],
 )
 def test_an_answer_that_is_not_one_fails_closed(reply: bytes, what: str) -> None:
     with fake_server(reply) as bad:
