@@ -162,7 +162,7 @@ def run(args: Any) -> int:
     # One deadline for the whole call: the runtime's timeout runs from the process's spawn
     # (the interpreter's start included), and a forwarder it kills lets the call proceed.
     deadline = time.monotonic() + args.timeout - since_process_start()
-    body = sys.stdin.buffer.read()
+    body = _read_stdin()
     event = _event_name(body)
     try:
         answer = _ask(target, body, event, args, deadline)
@@ -186,6 +186,16 @@ def run(args: Any) -> int:
     else:
         _write_stderr([f"handler-kit: warning: {note}" for note in rendered.notes])
     return rendered.code
+
+
+def _read_stdin() -> bytes:
+    """The hook input; empty when there is none to read (stdin closed, a directory, a read
+    error): the server answers that as an input it cannot read, a gate's route with its safe
+    decision, where a crash here would exit 1 and let the call through."""
+    try:
+        return sys.stdin.buffer.read()
+    except (AttributeError, OSError, ValueError):  # sys.stdin is None when fd 0 is closed
+        return b""
 
 
 def _runtime(args: Any) -> str:

@@ -462,3 +462,22 @@ def test_a_base_url_without_the_hook_route_says_what_is_missing(server: str) -> 
     one_line(closed, "answered the fail-closed deny")
     every = forward(f"{server}/hooks", "--fail-closed", stdin=REFUND)
     assert every.json() == deny(hook_app.REFUND_DENY)
+
+
+def test_a_closed_stdin_is_the_gates_unreadable_input(server: str) -> None:
+    """No stdin at all (fd 0 closed, so ``sys.stdin`` is None): sent as an empty input, which
+    the gate's route answers with its safe decision; a crash would exit 1, which runtimes let
+    through."""
+    done = subprocess.run(
+        f"{HANDLER_KIT} forward {server}/hooks/refund_gate --fail-closed <&-",
+        shell=True,
+        capture_output=True,
+        cwd=REPO,
+        env=clean_env(PYTHONPYCACHEPREFIX=PYCACHE, HANDLER_KIT_TOKEN=TOKEN),
+        timeout=60,
+    )
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert json.loads(done.stdout) == deny(
+        "Blocked by policy: the check 'refund_gate' could not read the hook input, and it is "
+        "configured to fail closed."
+    )
