@@ -300,7 +300,9 @@ def _ask(
     if not answer.strip():
         return {}  # a 2xx with no body: no opinion, as for an http hook
     try:
-        data = json.loads(answer)
+        # NaN and the infinities too: Python reads them, a runtime's parser refuses the whole
+        # answer passed on (Claude Code then reads stdout as text and lets the call run)
+        data = json.loads(answer, parse_constant=_not_json)
     except (ValueError, RecursionError):
         raise Failure(f"HTTP {status} with a body that is not JSON") from None
     if not isinstance(data, dict):
@@ -310,6 +312,10 @@ def _ask(
     if event and named is not None and named != event:
         raise Failure(f"the answer is for {named}, not {event}")
     return data
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
 
 
 def _exchange(target: Target, request: bytes, deadline: float, timeout: float) -> tuple[int, bytes]:

@@ -296,6 +296,11 @@ def test_no_answer_within_the_timeout_fails_closed() -> None:
         (http("200 OK", b"OK", "text/plain"), "HTTP 200 with a body that is not JSON"),
         (http("200 OK", b"[1, 2]"), "HTTP 200 with JSON that is not an object"),
         (
+            # Python reads NaN; Claude Code's parser refuses the whole answer passed on
+            http("200 OK", json.dumps({**deny("over the limit"), "score": float("nan")}).encode()),
+            "HTTP 200 with a body that is not JSON",
+        ),
+        (
             http("200 OK", json.dumps({"hookSpecificOutput": {"hookEventName": "Stop"}}).encode()),
             "the answer is for Stop, not PreToolUse",
         ),
@@ -314,6 +319,7 @@ def test_no_answer_within_the_timeout_fails_closed() -> None:
         "500",
         "not JSON",
         "array",
+        "NaN",
         "other event",
         "cut short",
         "not HTTP",
