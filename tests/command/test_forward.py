@@ -312,7 +312,10 @@ def test_no_answer_within_the_timeout_fails_closed() -> None:
             b"HTTP/1.1 200 OK\r\nContent-Length: " + b"9" * 5000 + b"\r\n\r\n{}",
             "the answer was cut short",
         ),
-        (b"HTTP/1.1 " + b"2" * 5000 + b" OK\r\nContent-Length: 2\r\n\r\n{}", "the answer is not HTTP"),
+        (
+            b"HTTP/1.1 " + b"2" * 5000 + b" OK\r\nContent-Length: 2\r\n\r\n{}",
+            "the answer is not HTTP",
+        ),
     ],
     ids=[
         "502",
