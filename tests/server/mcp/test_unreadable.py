@@ -106,6 +106,28 @@ def test_arguments_the_gate_cannot_read_get_its_safe_decision(
     assert tool_result(response) == SAFE_DENY
 
 
+@pytest.mark.parametrize(
+    "name", [b'""', b'["PreToolUse"]', b"7", b"{}"], ids=["empty", "list", "number", "object"]
+)
+def test_an_event_name_that_is_not_one_gets_the_safe_decision(
+    server: RunningServer, name: bytes
+) -> None:
+    """hook_event_name not a non-empty string: the input names no event, which the gate's
+    webhook route reads as an input it cannot read (its safe decision); a tool call with it
+    gets the same, not an error result the runtime proceeds on (another event's name stays the
+    caller's error on both)."""
+    arguments = ISSUE + b'"hook_event_name": %s}' % name
+    assert tool_result(post(server, rpc(arguments))) == SAFE_DENY
+    if name != b'""':  # the webhook route refuses "" as another event's name (a 400)
+        with httpx.Client(base_url=server.url, timeout=30) as http:
+            hooked = http.post(
+                "/hooks/refund_gate",
+                content=arguments,
+                headers={"Authorization": f"Bearer {TOKEN}"},
+            )
+        assert hooked.json() == SAFE_DENY
+
+
 def test_the_same_arguments_for_a_tool_that_fails_open_stay_an_error(
     server: RunningServer,
 ) -> None:
