@@ -172,14 +172,21 @@ def run(args: Any) -> int:
         hso = answer.get("hookSpecificOutput")
         named = hso.get("hookEventName") if isinstance(hso, dict) else None
         event = named if isinstance(named, str) else ""
-    rendered = dialects.render(
-        runtime,
-        event,
-        answer,
-        fail_closed=args.fail_closed,
-        fallback=lambda what: f"The hook server {what} this.",
-        stop_hook_active=dialects.stop_hook_active(event, body),
-    )
+    try:
+        rendered = dialects.render(
+            runtime,
+            event,
+            answer,
+            fail_closed=args.fail_closed,
+            fallback=lambda what: f"The hook server {what} this.",
+            stop_hook_active=dialects.stop_hook_active(event, body),
+        )
+    except (RecursionError, ValueError) as exc:
+        # an answer Python read but cannot write again (nested nearly as deep as the
+        # interpreter allows, a lone surrogate where bytes are written): a crash here would
+        # exit 1, which every runtime lets through
+        what = f"the answer could not be passed on ({type(exc).__name__})"
+        return _unanswered(runtime, target, event or None, what, fail_closed=args.fail_closed)
     _write_stdout(rendered.stdout)
     if rendered.code == dialects.BLOCK_EXIT:
         _write_stderr([rendered.stderr])  # the reason, and nothing else: the model reads it

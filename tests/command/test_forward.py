@@ -341,6 +341,30 @@ def test_an_answer_that_is_not_one_fails_closed(reply: bytes, what: str) -> None
         assert sandbox == Run(2, b"", reason + "\n")
 
 
+def test_an_answer_that_cannot_be_passed_on_fails_closed() -> None:
+    """JSON Python reads but the forwarder cannot write again: nested nearly as deep as the
+    interpreter allows (a few depths read and do not write: each is tried), or a lone surrogate
+    in context the sandbox dialect prints as bytes. A crash would exit 1, let through."""
+    for depth in range(960, 1000):
+        nested = b"[" * depth + b"]" * depth
+        body = json.dumps(deny("over the limit"))[:-1].encode() + b', "n": ' + nested + b"}"
+        with fake_server(http("200 OK", body)) as deep:
+            closed = forward(deep.url(), "--fail-closed", stdin=REFUND)
+        # passed on whole or failed closed; read as text: too deep for this test's own stack
+        assert closed.code == 0, (depth, closed.stderr)
+        assert b'"permissionDecision":"deny"' in closed.stdout, (depth, closed.stderr)
+    context = {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit"}}
+    context["hookSpecificOutput"]["additionalContext"] = "echoed: \udc8f"
+    with fake_server(http("200 OK", json.dumps(context).encode())) as odd:
+        sandbox = forward(odd.url(), "--fail-closed", "--runtime", "sandbox", stdin=PROMPT)
+        assert sandbox == Run(
+            2, b"", outage_reason("the answer could not be passed on (UnicodeEncodeError)") + "\n"
+        )
+        open_ = forward(odd.url(), "--runtime", "sandbox", stdin=PROMPT)
+        assert (open_.code, open_.stdout) == (0, b"")
+        one_line(open_, "the answer could not be passed on", "no answer given")
+
+
 def test_what_is_sent_and_how_answers_are_read() -> None:
     chunked = (
         b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\n"
