@@ -162,7 +162,7 @@ def run(args: Any) -> int:
     # One deadline for the whole call: the runtime's timeout runs from the process's spawn
     # (the interpreter's start included), and a forwarder it kills lets the call proceed.
     deadline = time.monotonic() + args.timeout - since_process_start()
-    body = sys.stdin.buffer.read()
+    body = _read_stdin()
     event = _event_name(body)
     try:
         answer = _ask(target, body, event, args, deadline)
@@ -172,20 +172,37 @@ def run(args: Any) -> int:
         hso = answer.get("hookSpecificOutput")
         named = hso.get("hookEventName") if isinstance(hso, dict) else None
         event = named if isinstance(named, str) else ""
-    rendered = dialects.render(
-        runtime,
-        event,
-        answer,
-        fail_closed=args.fail_closed,
-        fallback=lambda what: f"The hook server {what} this.",
-        stop_hook_active=dialects.stop_hook_active(event, body),
-    )
+    try:
+        rendered = dialects.render(
+            runtime,
+            event,
+            answer,
+            fail_closed=args.fail_closed,
+            fallback=lambda what: f"The hook server {what} this.",
+            stop_hook_active=dialects.stop_hook_active(event, body),
+        )
+    except (RecursionError, ValueError) as exc:
+        # an answer Python read but cannot write again (nested nearly as deep as the
+        # interpreter allows, a lone surrogate where bytes are written): a crash here would
+        # exit 1, which every runtime lets through
+        what = f"the answer could not be passed on ({type(exc).__name__})"
+        return _unanswered(runtime, target, event or None, what, fail_closed=args.fail_closed)
     _write_stdout(rendered.stdout)
     if rendered.code == dialects.BLOCK_EXIT:
         _write_stderr([rendered.stderr])  # the reason, and nothing else: the model reads it
     else:
         _write_stderr([f"handler-kit: warning: {note}" for note in rendered.notes])
     return rendered.code
+
+
+def _read_stdin() -> bytes:
+    """The hook input; empty when there is none to read (stdin closed, a directory, a read
+    error): the server answers that as an input it cannot read, a gate's route with its safe
+    decision, where a crash here would exit 1 and let the call through."""
+    try:
+        return sys.stdin.buffer.read()
+    except (AttributeError, OSError, ValueError):  # sys.stdin is None when fd 0 is closed
+        return b""
 
 
 def _runtime(args: Any) -> str:
@@ -290,7 +307,9 @@ def _ask(
     if not answer.strip():
         return {}  # a 2xx with no body: no opinion, as for an http hook
     try:
-        data = json.loads(answer)
+        # NaN and the infinities too: Python reads them, a runtime's parser refuses the whole
+        # answer passed on (Claude Code then reads stdout as text and lets the call run)
+        data = json.loads(answer, parse_constant=_not_json)
     except (ValueError, RecursionError):
         raise Failure(f"HTTP {status} with a body that is not JSON") from None
     if not isinstance(data, dict):
@@ -300,6 +319,10 @@ def _ask(
     if event and named is not None and named != event:
         raise Failure(f"the answer is for {named}, not {event}")
     return data
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
 
 
 def _exchange(target: Target, request: bytes, deadline: float, timeout: float) -> tuple[int, bytes]:
@@ -448,10 +471,19 @@ def _complete(received: bytearray) -> bool:
     head = bytes(received[:end])
     if (_header(head, b"transfer-encoding") or b"").lower() == b"chunked":
         return received.endswith(b"\r\n0\r\n\r\n") or len(received) == end + 9
+    length = _content_length(head)
+    return length is not None and len(received) - end - 4 >= length
+
+
+def _content_length(head: bytes) -> int | None:
+    """The Content-Length of a response head, None when it has none that is a number. A
+    number longer than any answer read is kept as one over the cap: Python refuses to convert
+    a string of thousands of digits (a ValueError, which would crash the forwarder: exit 1,
+    which every runtime lets through)."""
     length = _header(head, b"content-length")
     if length is None or not length.isdigit():
-        return False
-    return len(received) - end - 4 >= int(length)
+        return None
+    return int(length) if len(length) <= 12 else MAX_ANSWER_BYTES + 1
 
 
 def _header(head: bytes, name: bytes) -> bytes | None:
@@ -473,7 +505,7 @@ def _parse_response(data: bytes) -> tuple[int, bytes]:
         if (
             len(status_line) < 2
             or not status_line[0].startswith(b"HTTP/")
-            or not status_line[1].isdigit()
+            or not (status_line[1].isdigit() and len(status_line[1]) == 3)
         ):
             raise Failure("the answer is not HTTP")
         status = int(status_line[1])
@@ -483,11 +515,11 @@ def _parse_response(data: bytes) -> tuple[int, bytes]:
         break
     if (_header(head, b"transfer-encoding") or b"").lower() == b"chunked":
         return status, _dechunk(rest)
-    length = _header(head, b"content-length")
-    if length is not None and length.isdigit():
-        if len(rest) < int(length):
+    length = _content_length(head)
+    if length is not None:
+        if len(rest) < length:
             raise Failure("the answer was cut short")
-        return status, rest[: int(length)]
+        return status, rest[:length]
     return status, rest
 
 

@@ -296,14 +296,40 @@ def test_no_answer_within_the_timeout_fails_closed() -> None:
         (http("200 OK", b"OK", "text/plain"), "HTTP 200 with a body that is not JSON"),
         (http("200 OK", b"[1, 2]"), "HTTP 200 with JSON that is not an object"),
         (
+            # Python reads NaN; Claude Code's parser refuses the whole answer passed on
+            http("200 OK", json.dumps({**deny("over the limit"), "score": float("nan")}).encode()),
+            "HTTP 200 with a body that is not JSON",
+        ),
+        (
             http("200 OK", json.dumps({"hookSpecificOutput": {"hookEventName": "Stop"}}).encode()),
             "the answer is for Stop, not PreToolUse",
         ),
         (b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n{", "the answer was cut short"),
         (b"SSH-2.0-OpenSSH_9.6\r\n", "the answer is not HTTP"),
         (b"", "the server closed the connection without an answer"),
+        # numbers of thousands of digits, which Python refuses to convert (a crash: exit 1)
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Length: " + b"9" * 5000 + b"\r\n\r\n{}",
+            "the answer was cut short",
+        ),
+        (
+            b"HTTP/1.1 " + b"2" * 5000 + b" OK\r\nContent-Length: 2\r\n\r\n{}",
+            "the answer is not HTTP",
+        ),
     ],
-    ids=["502", "500", "not JSON", "array", "other event", "cut short", "not HTTP", "closed"],
+    ids=[
+        "502",
+        "500",
+        "not JSON",
+        "array",
+        "NaN",
+        "other event",
+        "cut short",
+        "not HTTP",
+        "closed",
+        "huge length",
+        "huge status",
+    ],
 )
 def test_an_answer_that_is_not_one_fails_closed(reply: bytes, what: str) -> None:
     with fake_server(reply) as bad:
@@ -313,6 +339,30 @@ def test_an_answer_that_is_not_one_fails_closed(reply: bytes, what: str) -> None
         sandbox = forward(bad.url(), "--fail-closed", "--runtime", "sandbox", stdin=PROMPT)
         reason = outage_reason(what.replace("PreToolUse", "UserPromptSubmit"))
         assert sandbox == Run(2, b"", reason + "\n")
+
+
+def test_an_answer_that_cannot_be_passed_on_fails_closed() -> None:
+    """JSON Python reads but the forwarder cannot write again: nested nearly as deep as the
+    interpreter allows (a few depths read and do not write: each is tried), or a lone surrogate
+    in context the sandbox dialect prints as bytes. A crash would exit 1, let through."""
+    for depth in range(960, 1000):
+        nested = b"[" * depth + b"]" * depth
+        body = json.dumps(deny("over the limit"))[:-1].encode() + b', "n": ' + nested + b"}"
+        with fake_server(http("200 OK", body)) as deep:
+            closed = forward(deep.url(), "--fail-closed", stdin=REFUND)
+        # passed on whole or failed closed; read as text: too deep for this test's own stack
+        assert closed.code == 0, (depth, closed.stderr)
+        assert b'"permissionDecision":"deny"' in closed.stdout, (depth, closed.stderr)
+    context = {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit"}}
+    context["hookSpecificOutput"]["additionalContext"] = "echoed: \udc8f"
+    with fake_server(http("200 OK", json.dumps(context).encode())) as odd:
+        sandbox = forward(odd.url(), "--fail-closed", "--runtime", "sandbox", stdin=PROMPT)
+        assert sandbox == Run(
+            2, b"", outage_reason("the answer could not be passed on (UnicodeEncodeError)") + "\n"
+        )
+        open_ = forward(odd.url(), "--runtime", "sandbox", stdin=PROMPT)
+        assert (open_.code, open_.stdout) == (0, b"")
+        one_line(open_, "the answer could not be passed on", "no answer given")
 
 
 def test_what_is_sent_and_how_answers_are_read() -> None:
@@ -445,3 +495,22 @@ def test_a_base_url_without_the_hook_route_says_what_is_missing(server: str) -> 
     one_line(closed, "answered the fail-closed deny")
     every = forward(f"{server}/hooks", "--fail-closed", stdin=REFUND)
     assert every.json() == deny(hook_app.REFUND_DENY)
+
+
+def test_a_closed_stdin_is_the_gates_unreadable_input(server: str) -> None:
+    """No stdin at all (fd 0 closed, so ``sys.stdin`` is None): sent as an empty input, which
+    the gate's route answers with its safe decision; a crash would exit 1, which runtimes let
+    through."""
+    done = subprocess.run(
+        f"{HANDLER_KIT} forward {server}/hooks/refund_gate --fail-closed <&-",
+        shell=True,
+        capture_output=True,
+        cwd=REPO,
+        env=clean_env(PYTHONPYCACHEPREFIX=PYCACHE, HANDLER_KIT_TOKEN=TOKEN),
+        timeout=60,
+    )
+    assert (done.returncode, done.stderr) == (0, b"")
+    assert json.loads(done.stdout) == deny(
+        "Blocked by policy: the check 'refund_gate' could not read the hook input, and it is "
+        "configured to fail closed."
+    )

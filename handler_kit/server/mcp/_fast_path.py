@@ -55,7 +55,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from handler_kit.core.app import HookApp
 from handler_kit.core.vocabulary import MAX_INPUT_DEPTH, InputTooDeep, load_json
-from handler_kit.server.mcp.envelope import scan_envelope, tools_call
+from handler_kit.server.mcp.envelope import over_cap_call, scan_envelope, tools_call
 from handler_kit.server.mcp.tools import (
     ToolOutcome,
     ToolSpec,
@@ -220,7 +220,7 @@ class FastPath:
                             return
                         if await self.guard(scope, headers, body, send, over=False):
                             return
-                    elif await self.guard(scope, headers, body[: self.max_body], send, over=True):
+                    elif await self.guard(scope, headers, body, send, over=(messages, receive)):
                         return
                 receive = _replay(messages, receive)
         await sdk(scope, receive, send)
@@ -380,13 +380,13 @@ class FastPath:
         return True
 
     async def guard(
-        self, scope: Scope, headers: dict[bytes, bytes], body: bytes, send: Send, *, over: bool
+        self, scope: Scope, headers: dict[bytes, bytes], body: bytes, send: Send, *, over: Any
     ) -> bool:
         """Answer a ``tools/call`` the SDK would refuse with an error although the webhook
         answers it, and return True; otherwise return False having done nothing.
 
-        - A body the SDK cannot read (not JSON, nested too deep) or over the cap (``over``:
-          ``body`` is then its first ``max_body`` bytes), or arguments that are not an object:
+        - A body the SDK cannot read (not JSON, nested too deep) or over the cap (``over``: the
+          messages read and the receive of the rest, see ``envelope.over_cap_call``), or arguments:
           a fail-closed tool answers its safe decision, as its webhook route does, when the
           JSON-RPC ``id``, the method and ``params.name`` can be read from what was received
           (:mod:`~handler_kit.server.mcp.envelope`). A runtime reads the SDK's error as "proceed".
@@ -407,7 +407,7 @@ class FastPath:
         found: tuple[int | str, str] | None = None
         if over:
             problem = f"body_too_large: the body is over the {self.max_body}-byte limit"
-            found = scan_envelope(body)
+            found = await over_cap_call(body, self.max_body, over, self.tools, 64 * self.max_body)
         else:
             try:
                 decoded = from_json(body)

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-__all__ = ["scan_envelope", "tools_call", "valid_id"]
+__all__ = ["over_cap_call", "scan_envelope", "tools_call", "valid_id"]
 
 # JSON-RPC ids a client can round-trip exactly: integers within a double's exact range
 _MAX_SAFE_ID = 2**53
@@ -52,6 +53,66 @@ def scan_envelope(data: bytes) -> tuple[int | str, str] | None:
     strings, never parsed: what is wrong with the body is inside them. A value at the very end
     of ``data`` is not taken (a number cut by the cap would be another id).
     """
+    return _envelope(_scan(data))
+
+
+def _envelope(found: dict[str, Any]) -> tuple[int | str, str] | None:
+    if not found.keys() >= _ENVELOPE_FOUND or found["method"] != "tools/call":
+        return None
+    if found.get("jsonrpc", "2.0") != "2.0" or not valid_id(found["id"]):
+        return None
+    name = found["name"]
+    return (found["id"], name) if type(name) is str else None
+
+
+# The last member of a body (or the one before a last ``"jsonrpc": "2.0"``) when it is the
+# id: at the very end of the text, it is the top-level object's, whatever the arguments hold.
+_LAST_ID = re.compile(
+    rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")\s*(?:,\s*"jsonrpc"\s*:\s*"2\.0"\s*)?}\s*\Z'
+)
+_TAIL = 4096  # what is kept of the end of a body over the cap: room for its last members
+
+
+async def over_cap_call(
+    data: bytes,
+    cap: int,
+    read: tuple[list[dict[str, Any]], Callable[[], Awaitable[dict[str, Any]]]],
+    tools: Mapping[str, Any],
+    bound: int,
+) -> tuple[int | str, str] | None:
+    """The ``id`` and ``params.name`` of a ``tools/call`` whose body is over ``cap``: ``data``
+    is what was read of it, ``read`` the ASGI messages it came in and the ``receive`` of the
+    rest. Read from the first ``cap`` bytes as :func:`scan_envelope` reads them; a call of a
+    fail-closed tool (of ``tools``, by name) whose ``id`` is not there is read on to the
+    body's end, keeping only its last bytes: the TypeScript SDK, Claude Code's client, writes
+    the id after ``params``. Nothing is read past ``bound`` bytes (None then). The SDK, handed
+    the messages again, has all it needs to refuse the body (it stops reading at the cap)."""
+    found = _scan(data[:cap])
+    name = found.get("name") if found.get("method") == "tools/call" else None
+    spec = tools.get(name) if type(name) is str else None
+    if "id" in found or spec is None or not spec.handler.fail_closed:
+        return _envelope(found)
+    messages, receive = read
+    rest = receive if messages[-1].get("more_body", False) else None
+    tail, size = data[-_TAIL:], len(data)
+    while rest is not None:
+        message = await rest()
+        chunk = message.get("body", b"") if message["type"] == "http.request" else None
+        if chunk is None or size + len(chunk) > bound:
+            return None
+        tail, size = (tail + chunk)[-_TAIL:], size + len(chunk)
+        if not message.get("more_body", False):
+            rest = None
+    last = _LAST_ID.search(tail)
+    try:
+        found["id"] = json.loads(last.group(1)) if last is not None else None
+    except ValueError:  # a string id with a bad escape
+        return None
+    return _envelope(found)
+
+
+def _scan(data: bytes) -> dict[str, Any]:
+    """The members of the envelope :func:`scan_envelope` looks for, as far as ``data`` says."""
     text = data.decode("utf-8", "replace")
     tokens = (match.group() for match in _TOKENS.finditer(text))
     found: dict[str, Any] = {}
@@ -107,11 +168,6 @@ def scan_envelope(data: bytes) -> tuple[int | str, str] | None:
                 return True
 
     if next(tokens, None) != "{":
-        return None
+        return found
     members(frozenset({"jsonrpc", "id", "method"}), "params")
-    if not found.keys() >= _ENVELOPE_FOUND or found["method"] != "tools/call":
-        return None
-    if found.get("jsonrpc", "2.0") != "2.0" or not valid_id(found["id"]):
-        return None
-    name = found["name"]
-    return (found["id"], name) if type(name) is str else None
+    return found

@@ -275,6 +275,15 @@ async def answer_tool(
     given = data.get("hook_event_name")
     if given is None:
         data["hook_event_name"] = handler.event
+    elif type(given) is not str or not given:
+        # no event named at all, which the webhook route reads as an input it cannot read
+        refused = _unreadable(
+            hook_app, handler, data, context, "invalid arguments: hook_event_name"
+        )
+        if refused is not None:
+            return refused
+        message = f"hook_event_name must be omitted or {handler.event!r}"
+        return ToolOutcome(f"Invalid hook input for tool {handler.name!r}: {message}", True)
     elif given != handler.event:
         return ToolOutcome(
             f"Tool {handler.name!r} handles {handler.event} events; "
@@ -284,15 +293,8 @@ async def answer_tool(
     try:
         event = spec.validate(data)
     except ValidationError as exc:
-        # A runtime proceeds on an error result: a fail-closed gate that cannot read its
-        # arguments answers its safe decision instead, as on its webhook route.
-        refused = hook_app.answer_unreadable(
-            handler.event,
-            [handler],
-            f"invalid arguments: {_invalid_fields(exc)}",
-            transport="mcp",
-            context=context,
-            known={key: data[key] for key in INPUT_ID_FIELDS if isinstance(data.get(key), str)},
+        refused = _unreadable(
+            hook_app, handler, data, context, f"invalid arguments: {_invalid_fields(exc)}"
         )
         if refused is not None:
             return refused
@@ -308,6 +310,26 @@ async def answer_tool(
         logger.exception("answering %s over MCP failed", handler.name)
         return ToolOutcome(FAILED_MESSAGE.format(name=handler.name), is_error=True)
     return answer
+
+
+def _unreadable(
+    hook_app: HookApp,
+    handler: Handler,
+    data: dict[str, Any],
+    context: dict[str, Any] | None,
+    why: str,
+) -> Answer | None:
+    """A runtime proceeds on an error result: a fail-closed gate that cannot read its
+    arguments answers its safe decision instead, as on its webhook route (None for a handler
+    that does not fail closed)."""
+    return hook_app.answer_unreadable(
+        handler.event,
+        [handler],
+        why,
+        transport="mcp",
+        context=context,
+        known={key: data[key] for key in INPUT_ID_FIELDS if isinstance(data.get(key), str)},
+    )
 
 
 def _from_text(value: str) -> Any:

@@ -106,6 +106,28 @@ def test_arguments_the_gate_cannot_read_get_its_safe_decision(
     assert tool_result(response) == SAFE_DENY
 
 
+@pytest.mark.parametrize(
+    "name", [b'""', b'["PreToolUse"]', b"7", b"{}"], ids=["empty", "list", "number", "object"]
+)
+def test_an_event_name_that_is_not_one_gets_the_safe_decision(
+    server: RunningServer, name: bytes
+) -> None:
+    """hook_event_name not a non-empty string: the input names no event, which the gate's
+    webhook route reads as an input it cannot read (its safe decision); a tool call with it
+    gets the same, not an error result the runtime proceeds on (another event's name stays the
+    caller's error on both)."""
+    arguments = ISSUE + b'"hook_event_name": %s}' % name
+    assert tool_result(post(server, rpc(arguments))) == SAFE_DENY
+    if name != b'""':  # the webhook route refuses "" as another event's name (a 400)
+        with httpx.Client(base_url=server.url, timeout=30) as http:
+            hooked = http.post(
+                "/hooks/refund_gate",
+                content=arguments,
+                headers={"Authorization": f"Bearer {TOKEN}"},
+            )
+        assert hooked.json() == SAFE_DENY
+
+
 def test_the_same_arguments_for_a_tool_that_fails_open_stay_an_error(
     server: RunningServer,
 ) -> None:
@@ -160,24 +182,52 @@ def test_a_body_over_the_cap_stays_a_413_when_it_does_not_say_which_call_it_is(
             "params": {"arguments": {"note": padding}, "name": "refund_gate"},
         }
     )
-    id_last = json.dumps(
+    no_id = json.dumps(
         {
             "jsonrpc": "2.0",
             "method": "tools/call",
             "params": {"name": "refund_gate", "arguments": {"note": padding}},
+        }
+    )
+    open_tool = rpc(b'{"note": "%s"}' % padding.encode(), "refund_audit_note")
+    # the id last, in a body longer than 64 caps: not read to its end
+    beyond = json.dumps(
+        {
+            "method": "tools/call",
+            "params": {"name": "refund_gate", "arguments": {"note": "x" * (64 * CAP)}},
+            "jsonrpc": "2.0",
             "id": 7,
         }
     )
-    # the id right at the cap: it could be cut short there, so it is not taken
+    for body in (name_last.encode(), no_id.encode(), open_tool, beyond.encode()):
+        assert len(body) > CAP
+        error_body(post(server, body), 413, "body_too_large")
+
+
+def test_a_body_over_the_cap_with_its_id_last_gets_the_safe_decision(
+    server: RunningServer,
+) -> None:
+    """The TypeScript SDK (Claude Code's MCP client) writes ``{method, params, jsonrpc, id}``:
+    the id comes after the arguments, past the cap. The body is read on to its end (only its
+    last bytes kept) for a fail-closed tool, and the id taken from there."""
+    padding = "x" * (3 * CAP)
+    # what JSON.stringify({...request, jsonrpc: "2.0", id}) writes, the arguments' own last
+    # member an "id" too
+    arguments = {"tool_name": "issue_refund", "tool_input": {"note": padding}, "id": 999}
+    request = {"method": "tools/call", "params": {"name": "refund_gate", "arguments": arguments}}
+    typescript = json.dumps({**request, "jsonrpc": "2.0", "id": 7}, separators=(",", ":"))
+    assert tool_result(post(server, typescript.encode())) == SAFE_DENY
+    # a string id, after jsonrpc or before it, in pieces with no Content-Length
+    id_first = json.dumps({**request, "id": "call-1", "jsonrpc": "2.0"}).encode()
+    pieces = iter([id_first[i : i + 1000] for i in range(0, len(id_first), 1000)])
+    assert tool_result(post(server, pieces), "call-1") == SAFE_DENY
+    # the id right at the cap, where it could be cut short: read whole at the body's end
     at_the_cap = (
         b'{"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "refund_gate", '
         b'"arguments": {}}, "pad": "'
     )
     at_the_cap += b"x" * (CAP - len(at_the_cap) - len(b'", "id": 1')) + b'", "id": 1234567}'
-    open_tool = rpc(b'{"note": "%s"}' % padding.encode(), "refund_audit_note")
-    for body in (name_last.encode(), id_last.encode(), at_the_cap, open_tool):
-        assert len(body) > CAP
-        error_body(post(server, body), 413, "body_too_large")
+    assert tool_result(post(server, at_the_cap), 1234567) == SAFE_DENY
 
 
 @pytest.fixture(scope="module", params=[True, False], ids=["fast-path", "sdk"])
