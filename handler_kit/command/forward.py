@@ -29,6 +29,7 @@ import time
 
 from handler_kit.command import _options, dialects
 from handler_kit.command._clock import since_process_start
+from handler_kit.command._stdin import read_stdin
 from handler_kit.config import client_token
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING to a type checker, without importing typing
@@ -162,7 +163,7 @@ def run(args: Any) -> int:
     # One deadline for the whole call: the runtime's timeout runs from the process's spawn
     # (the interpreter's start included), and a forwarder it kills lets the call proceed.
     deadline = time.monotonic() + args.timeout - since_process_start()
-    body = _read_stdin()
+    body = read_stdin()
     event = _event_name(body)
     try:
         answer = _ask(target, body, event, args, deadline)
@@ -193,16 +194,6 @@ def run(args: Any) -> int:
     else:
         _write_stderr([f"handler-kit: warning: {note}" for note in rendered.notes])
     return rendered.code
-
-
-def _read_stdin() -> bytes:
-    """The hook input; empty when there is none to read (stdin closed, a directory, a read
-    error): the server answers that as an input it cannot read, a gate's route with its safe
-    decision, where a crash here would exit 1 and let the call through."""
-    try:
-        return sys.stdin.buffer.read()
-    except (AttributeError, OSError, ValueError):  # sys.stdin is None when fd 0 is closed
-        return b""
 
 
 def _runtime(args: Any) -> str:

@@ -47,6 +47,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from handler_kit.command._clock import since_process_start
+from handler_kit.command._stdin import read_stdin
 from handler_kit.config import command_config
 from handler_kit.core._fast_coroutines import run_without_loop
 from handler_kit.core.vocabulary import (
@@ -203,7 +204,7 @@ def _answer(
                 f"app {app.name!r} has no handler named {args.handler!r}; its handlers: {known}"
             )
         handlers = [only]
-    raw = sys.stdin.buffer.read()
+    raw = read_stdin()
     try:
         return _answer_input(runtime, app, handlers, raw, watchdog)
     except CommandError:

@@ -207,18 +207,22 @@ def parse_hook_input(body: bytes, event_name: str | None) -> HookEvent:
         raise HTTPError(400, "not_an_object", "the body must be a JSON object (a hook input)")
     name = data.get("hook_event_name")
     if not isinstance(name, str) or not name:
-        raise HTTPError(
-            400,
-            "invalid_event",
-            "the hook input failed validation",
-            [{"path": "hook_event_name", "message": "Field required (a non-empty string)"}],
-        )
+        raise _no_event_named()
     try:
         return model_for(event_name or name).model_validate(data)
     except ValidationError as exc:
         raise HTTPError(
             400, "invalid_event", "the hook input failed validation", validation_details(exc)
         ) from None
+
+
+def _no_event_named() -> HTTPError:
+    return HTTPError(
+        400,
+        "invalid_event",
+        "the hook input failed validation",
+        [{"path": "hook_event_name", "message": "Field required (a non-empty string)"}],
+    )
 
 
 class _Plan:
@@ -384,6 +388,8 @@ class Webhook:
             except HTTPError as error:
                 self.unreadable(plan.handler, error, scope, body)
         name = event.hook_event_name
+        if not name:  # the route's validator takes any string: an input that names no event
+            self.unreadable(plan.handler, _no_event_named(), scope, body)
         if raw_event is not None and (name != plan.event or raw_event != plan.event_header):
             header = raw_event.decode("latin-1")
             if name != header:

@@ -9,6 +9,7 @@ The expected answers come from ``expected()``, which restates the rules of the t
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from tests.command.support import (
     run_many,
 )
 from tests.support.apps import command as hook_app
+from tests.support.processes import REPO, clean_env
 
 SERVER_STACK = ("starlette", "uvicorn", "mcp", "httpx", "jwt", "anyio")
 MODULE = hook_app.__name__
@@ -444,6 +446,22 @@ def test_any_input_a_fail_closed_gate_cannot_read_is_its_deny() -> None:
         assert json.loads(runs[name].stdout) == deny, name
         assert "could not read its PreToolUse input" in runs[name].stderr, name
     assert_one_line_error(runs["open handler"], "hook input is not JSON")
+
+
+def test_a_closed_stdin_is_an_input_the_gate_cannot_read() -> None:
+    """No stdin at all (fd 0 closed, so ``sys.stdin`` is None) is the empty input: the gate's
+    deny, not a crash's exit 1, which runtimes let through."""
+    done = subprocess.run(
+        f"{HANDLER_KIT} command {APP} --handler refund_gate <&-",
+        shell=True,
+        capture_output=True,
+        cwd=REPO,
+        env=clean_env(),
+        timeout=60,
+    )
+    assert done.returncode == 0, done
+    assert json.loads(done.stdout) == claude_json("PreToolUse", "deny", UNREADABLE)
+    assert "could not read its PreToolUse input (no hook input on stdin" in done.stderr.decode()
 
 
 def test_the_depth_limit_is_where_the_webhook_has_it() -> None:

@@ -343,6 +343,7 @@ def test_a_command_hook_loads_only_pydantic_the_core_and_the_app() -> None:
             "handler_kit.command",
             "handler_kit.command._clock",
             "handler_kit.command._options",
+            "handler_kit.command._stdin",
             "handler_kit.command.hook",
             "handler_kit.config",
             "handler_kit.core",

@@ -469,6 +469,8 @@ def test_the_runtimes_deep_input_is_the_gates_deny_on_its_route(http, caplog):
         pytest.param(b"", id="empty"),
         pytest.param(json.dumps({**pre(), "tool_name": 5}).encode(), id="types"),
         pytest.param(json.dumps({**pre(), "hook_event_name": None}).encode(), id="no-name"),
+        # the route's own validator takes any string: an empty one names no event either
+        pytest.param(json.dumps({**pre(), "hook_event_name": ""}).encode(), id="empty-name"),
     ],
 )
 def test_any_input_a_gate_cannot_read_is_its_deny_on_its_route(http, body):
