@@ -414,17 +414,18 @@ class Webhook:
         route's handlers cannot be told, the :class:`HTTPError` to send."""
         logging.getLogger("handler_kit").exception("the answer at %s could not be made", path)
         plan = self._plans.get(path)
+        handlers: list[Handler] | None
         if plan is not None and plan.handler is not None:
             handlers = [plan.handler]
-        else:
+        elif event is not None:
             # POST /hooks: every handler of the event, whatever its matcher (the matching may
             # be what failed), the event named by the body read or else by the header
-            headers = scope.get("handler_kit.headers") or dict(scope["headers"])
-            raw_event = headers.get(EVENT_HEADER)
-            name = event.hook_event_name if event is not None else None
-            if name is None and raw_event is not None:
-                name = raw_event.decode("latin-1")
-            handlers = self.hook_app.by_event.get(name, []) if name else []
+            handlers = self.hook_app.by_event.get(event.hook_event_name)
+        else:
+            raw_event = dict(scope["headers"]).get(EVENT_HEADER)
+            handlers = (
+                self.hook_app.by_event.get(raw_event.decode("latin-1")) if raw_event else None
+            )
         if not handlers:
             raise HTTPError(500, "internal_error", INTERNAL_MESSAGE)
         # as little of the usual way as can be: the bug may be in any of it

@@ -723,6 +723,58 @@ def test_an_unreadable_input_without_gates_is_left_to_the_transport(caplog, hook
     assert caplog.records == []
 
 
+def test_an_answer_a_transport_could_not_make_is_answered_by_each_handlers_policy(caplog, hooks):
+    """``answer_not_made``: every handler given has failed (a bug of the transport's around
+    ``answer``), the gate with its safe decision; the event as far as it is known, observed
+    with the caller's transport and context (``direct`` when none is named)."""
+
+    @hooks.pre_tool_use(fail_closed=True)
+    def gate(event):
+        return allow()
+
+    @hooks.pre_tool_use()
+    def note(event):
+        return None
+
+    seen = []
+    app = hooks.extended(observers=[lambda answer, transport, ctx: seen.append((transport, ctx))])
+    caplog.set_level(logging.DEBUG, logger="handler_kit")
+    known = {"session_id": "s1", "tool_use_id": "t1"}
+    named = app.answer_not_made("PreToolUse", app.by_event["PreToolUse"], known=known)
+    read = app.answer_not_made(
+        PreToolUse(hook_event_name="PreToolUse", session_id="s2", tool_name="Bash"),
+        [app.by_name["note"]],
+        transport="webhook",
+        context={"principal": "token#0"},
+    )
+    assert named.output == {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": "Blocked by policy: the check 'gate' failed, and it is "
+            "configured to fail closed.",
+        }
+    }
+    assert (named.event.session_id, named.event.tool_use_id, named.event.tool_name) == (
+        "s1",
+        "t1",
+        None,
+    )
+    internal = "the answer could not be made: an internal error (see the server log)"
+    assert [(i.handler.name, i.status, i.error) for i in named.invocations] == [
+        ("gate", Status.FAIL_CLOSED, internal),
+        ("note", Status.ERROR, internal),
+    ]
+    # no fail-closed handler: the answer has failed, and the transport reports its error
+    assert read.failed
+    assert (read.event.session_id, read.event.tool_name) == ("s2", "Bash")
+    assert [(i.handler.name, i.status, i.error) for i in read.invocations] == [
+        ("note", Status.ERROR, internal)
+    ]
+    assert seen == [("direct", {}), ("webhook", {"principal": "token#0"})]
+    assert caplog.records == []  # the transport logs the bug it met
+
+
 def test_wrappers_run_outermost_first_around_each_handler_with_its_event(hooks):
     @hooks.pre_tool_use()
     def refund_gate(event):

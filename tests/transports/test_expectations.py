@@ -268,8 +268,9 @@ def test_a_bug_in_the_webhook_around_the_answer_is_answered_by_the_handlers_poli
     gate: str, where: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A fail-closed gate denies with 200 (a bare 500 is the runtime's "go ahead"); a
-    fail-open handler's answer has failed, in JSON. On ``POST /hooks`` the handlers are the
-    event's, named by the header when the body was not read."""
+    fail-open handler's answer has failed, in JSON. The handlers are the route's: its own on
+    ``/hooks/{name}``; on ``POST /hooks`` every handler of the event, whatever its matcher,
+    the event named by the body read, else by the header. Observers see the answer sent."""
     from handler_kit.server import webhook
 
     def broken(*args: Any) -> Any:
@@ -279,39 +280,57 @@ def test_a_bug_in_the_webhook_around_the_answer_is_answered_by_the_handlers_poli
         monkeypatch.setattr(webhook.Webhook, "_event", broken)
     else:
         monkeypatch.setattr(webhook, "_body", broken)
-    app = getattr(expectations, f"app_transport_bug_{gate}")
+    seen: list[tuple[str, dict[str, Any], list[str], str | None]] = []
+
+    def observer(answer: Any, transport: str, context: dict[str, Any]) -> None:
+        names = [i.handler.name for i in answer.invocations]
+        seen.append((transport, dict(context), names, answer.event.session_id))
+
+    app = getattr(expectations, f"app_transport_bug_{gate}").extended(observers=[observer])
     headers = {"Authorization": f"Bearer {TOKEN}"}
     named = {**headers, "X-Runbear-Hook-Event": "PreToolUse"}
     data = INPUTS["PreToolUse"]
+    answers = {}
+    observed = {}
     with running_server(app, config=ServerConfig(tokens=[TOKEN])) as server:
-        got = {
-            (route, header): httpx.post(
-                f"{server.url}{route}",
-                json=data,
-                headers=named if header else headers,
-                timeout=30,
-            )
-            for route in ("/hooks/h", "/hooks")
-            for header in (True, False)
-        }
-    answers = {key: (r.status_code, r.json()) for key, r in got.items()}
+        for route in ("/hooks/h", "/hooks"):
+            for header in (True, False):
+                seen.clear()
+                response = httpx.post(
+                    f"{server.url}{route}",
+                    json=data,
+                    headers=named if header else headers,
+                    timeout=30,
+                )
+                answers[route, header] = (response.status_code, response.json())
+                observed[route, header] = seen[-1] if seen else None
     want = (200, EXPECTED["pre_raises_closed"]) if gate == "closed" else (500, FAILED)
     # POST /hooks with neither the body read nor the header: whose policy cannot be told
     unknown = (500, {"error": "internal_error", "message": INTERNAL})
+    reading = where == "reading the input"
     assert answers == {
         ("/hooks/h", True): want,
         ("/hooks/h", False): want,
         ("/hooks", True): want,
-        ("/hooks", False): unknown if where == "reading the input" else want,
+        ("/hooks", False): unknown if reading else want,
+    }
+    # the event read, or only its name (no ids) when reading it failed
+    session = None if reading else "s-1"
+    context = {"principal": "token#0"}
+    assert observed == {
+        ("/hooks/h", True): ("webhook", context, ["h"], session),
+        ("/hooks/h", False): ("webhook", context, ["h"], session),
+        ("/hooks", True): ("webhook", context, ["h", "other"], session),
+        ("/hooks", False): None if reading else ("webhook", context, ["h", "other"], session),
     }
     logged = [r for r in caplog.records if r.getMessage().startswith("the answer at")]
-    assert [r.getMessage() for r in logged] == [
-        "the answer at /hooks/h could not be made",
-        "the answer at /hooks/h could not be made",
-        "the answer at /hooks could not be made",
-        "the answer at /hooks could not be made",
+    assert [(r.name, r.levelname, r.getMessage()) for r in logged] == [
+        ("handler_kit", "ERROR", "the answer at /hooks/h could not be made"),
+        ("handler_kit", "ERROR", "the answer at /hooks/h could not be made"),
+        ("handler_kit", "ERROR", "the answer at /hooks could not be made"),
+        ("handler_kit", "ERROR", "the answer at /hooks could not be made"),
     ]
-    assert all(r.levelname == "ERROR" and r.exc_info for r in logged)
+    assert all(r.exc_info for r in logged)
 
 
 # in a child process: the command hook with one of its own functions broken, then run as the

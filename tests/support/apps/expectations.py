@@ -117,6 +117,11 @@ def _answering(fail_closed: bool) -> HookApp:
     def h(event: Any) -> Output:
         return Output(decision="allow", reason="fine")
 
+    # another handler of the event, whose matcher the input does not match
+    @app.pre_tool_use(matcher="Write", name="other")
+    def other(event: Any) -> None:
+        return None
+
     return app
 
 
