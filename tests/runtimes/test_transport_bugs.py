@@ -51,14 +51,24 @@ def denied(result: AgentRun, log: str = "") -> None:
     assert any(GATE_FAILED in r for r in result.tool_results()), report
 
 
-def test_a_bug_in_the_webhook_keeps_the_http_hooks_gate_closed(agents_dir, runs_dir) -> None:
+@pytest.mark.parametrize(
+    ("agent", "how"),
+    [
+        pytest.param(CLAUDE_CODE, "--base-url", id="claude-code-http-hook"),
+        # the forwarder of a fail-closed gate denies a bare 500 too, with its own reason; the
+        # server's answer is the gate's deny, which it passes on
+        pytest.param(CLAUDE_CODE, "--via", id="claude-code-forwarder"),
+        pytest.param(CODEX, "--via", id="codex-forwarder"),
+    ],
+)
+def test_a_bug_in_the_webhook_keeps_the_gate_closed(
+    agents_dir, runs_dir, agent: str, how: str
+) -> None:
     project = new_project(runs_dir)
     with served(project, APP, env=WEBHOOK_BUG) as url:
-        message = install_hooks(
-            CLAUDE_CODE, APP, project, install_args=["--base-url", url], python=sys.executable
-        )
+        message = install_hooks(agent, APP, project, install_args=[how, url], python=sys.executable)
         result = run_agent(
-            CLAUDE_CODE,
+            agent,
             project,
             SCRIPT,
             agents_dir=agents_dir,
@@ -69,29 +79,6 @@ def test_a_bug_in_the_webhook_keeps_the_http_hooks_gate_closed(agents_dir, runs_
     log = (project / "server.log").read_text()
     denied(result, log)
     assert "the answer at /hooks/gate could not be made" in log, log
-
-
-@pytest.mark.parametrize("agent", [CLAUDE_CODE, CODEX])
-def test_a_bug_in_the_webhook_reaches_the_forwarder_as_the_gates_deny(
-    agents_dir, runs_dir, agent: str
-) -> None:
-    # The forwarder of a fail-closed gate denies a bare 500 too, with its own reason; the
-    # server's answer is the gate's deny, which it passes on.
-    project = new_project(runs_dir)
-    with served(project, APP, env=WEBHOOK_BUG) as url:
-        message = install_hooks(
-            agent, APP, project, install_args=["--via", url], python=sys.executable
-        )
-        result = run_agent(
-            agent,
-            project,
-            SCRIPT,
-            agents_dir=agents_dir,
-            home=project.parent / "home",
-            env={"HANDLER_KIT_TOKEN": TOKEN},
-            install_message=message,
-        )
-    denied(result, (project / "server.log").read_text())
 
 
 def without_the_fallback(agent: str, project: Path) -> None:
