@@ -676,6 +676,8 @@ def test_observers_get_an_unreadable_inputs_ids_body_and_trace(
     )
     config = ServerConfig(tokens=[TOKEN], max_body_bytes=300)
     body = json.dumps({"hook_event_name": "PreToolUse", "session_id": "s-9", "tool_name": 5})
+    # read by the route's own validator, which takes any string: it names no event
+    unnamed = json.dumps({"hook_event_name": "", "session_id": "s-8", "tool_name": "Bash"})
     headers = {"Authorization": f"Bearer {TOKEN}", "traceparent": TRACEPARENT}
     over = [b"x" * 200, b"x" * 200]
 
@@ -688,13 +690,15 @@ def test_observers_get_an_unreadable_inputs_ids_body_and_trace(
         caplog.at_level(logging.WARNING, logger="handler_kit"),
         running_server(app, config=config) as server,
     ):
-        # unreadable; over the cap, announced in its head; over the cap, found while read
-        for content in (body.encode(), b"".join(over), slowly()):
+        # unreadable; naming no event; over the cap, announced in its head; over the cap,
+        # found while read
+        for content in (body.encode(), unnamed.encode(), b"".join(over), slowly()):
             response = httpx.post(f"{server.url}/hooks/gate", content=content, headers=headers)
             assert (response.status_code, response.json()) == (200, GATE_UNREADABLE)
     said = "gate could not read its PreToolUse input ({}): answered with its safe decision"
     too_large = said.format("body_too_large: the body is over the 300-byte limit")
     assert [r.getMessage() for r in caplog.records if "could not read" in r.getMessage()] == [
+        said.format("invalid_event: the hook input failed validation"),
         said.format("invalid_event: the hook input failed validation"),
         too_large,
         too_large,
@@ -704,6 +708,7 @@ def test_observers_get_an_unreadable_inputs_ids_body_and_trace(
     trace = {"principal": "token#0", "traceparent": TRACEPARENT, "event_from_body": False}
     assert seen == [
         ("s-9", GATE_UNREADABLE, "webhook", {**trace, "body": body.encode()}),
+        ("s-8", GATE_UNREADABLE, "webhook", {**trace, "body": unnamed.encode()}),
         # nothing of a body over the cap is kept
         (None, GATE_UNREADABLE, "webhook", {**trace, "body": None}),
         (None, GATE_UNREADABLE, "webhook", {**trace, "body": None}),

@@ -256,3 +256,20 @@ def test_the_asgi_messages_of_an_answer_have_lowercase_header_names(path, method
     matches them as they are."""
     webhook = Webhook(checking_app(), max_body_bytes=300, require_event_header=False)
     assert asyncio.run(_asgi(webhook, path, method, body)) == expected
+
+
+@pytest.mark.parametrize("name", ["", 3, None, ["PreToolUse"]])
+def test_an_input_naming_no_event_is_refused_with_why(name: Any) -> None:
+    """Read without an event known in advance (``POST /hooks`` without the header): a
+    ``hook_event_name`` that is not a non-empty string names no event, whatever else the
+    input holds."""
+    from handler_kit.server.webhook import HTTPError, parse_hook_input
+
+    body = json.dumps({"hook_event_name": name, "session_id": "s-1"}).encode()
+    with pytest.raises(HTTPError) as refused:
+        parse_hook_input(body, None)
+    assert json.loads(refused.value.body()) == {
+        "error": "invalid_event",
+        "message": "the hook input failed validation",
+        "details": [{"path": "hook_event_name", "message": "Field required (a non-empty string)"}],
+    }
