@@ -55,7 +55,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from handler_kit.core.app import HookApp
 from handler_kit.core.vocabulary import MAX_INPUT_DEPTH, InputTooDeep, load_json
-from handler_kit.server.mcp.envelope import over_cap_call, scan_envelope, tools_call
+from handler_kit.server.mcp.envelope import BodyRead, over_cap_call, scan_envelope, tools_call
 from handler_kit.server.mcp.tools import (
     ToolOutcome,
     ToolSpec,
@@ -218,7 +218,7 @@ class FastPath:
                             and await self.serve(scope, headers, body, send)
                         ):
                             return
-                        if await self.guard(scope, headers, body, send, over=False):
+                        if await self.guard(scope, headers, body, send, over=None):
                             return
                     elif await self.guard(scope, headers, body, send, over=(messages, receive)):
                         return
@@ -380,7 +380,13 @@ class FastPath:
         return True
 
     async def guard(
-        self, scope: Scope, headers: dict[bytes, bytes], body: bytes, send: Send, *, over: Any
+        self,
+        scope: Scope,
+        headers: dict[bytes, bytes],
+        body: bytes,
+        send: Send,
+        *,
+        over: BodyRead | None,
     ) -> bool:
         """Answer a ``tools/call`` the SDK would refuse with an error although the webhook
         answers it, and return True; otherwise return False having done nothing.
@@ -405,7 +411,7 @@ class FastPath:
         problem: str | None = None
         arguments: Any = None
         found: tuple[int | str, str] | None = None
-        if over:
+        if over is not None:
             problem = f"body_too_large: the body is over the {self.max_body}-byte limit"
             found = await over_cap_call(body, self.max_body, over, self.tools, 64 * self.max_body)
         else:

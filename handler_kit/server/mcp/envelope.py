@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
-__all__ = ["over_cap_call", "scan_envelope", "tools_call", "valid_id"]
+__all__ = ["BodyRead", "over_cap_call", "scan_envelope", "tools_call", "valid_id"]
 
 # JSON-RPC ids a client can round-trip exactly: integers within a double's exact range
 _MAX_SAFE_ID = 2**53
@@ -73,10 +73,14 @@ _LAST_ID = re.compile(
 _TAIL = 4096  # what is kept of the end of a body over the cap: room for its last members
 
 
+# what a body over the cap was read in so far: its ASGI messages, and the receive of the rest
+BodyRead = tuple[list[MutableMapping[str, Any]], Callable[[], Awaitable[MutableMapping[str, Any]]]]
+
+
 async def over_cap_call(
     data: bytes,
     cap: int,
-    read: tuple[list[dict[str, Any]], Callable[[], Awaitable[dict[str, Any]]]],
+    read: BodyRead,
     tools: Mapping[str, Any],
     bound: int,
 ) -> tuple[int | str, str] | None:
